@@ -1,0 +1,1 @@
+"""gs-cgen: a source-aware userspace tracer that emits C for BCC."""

@@ -1,0 +1,161 @@
+"""What dwarf/ tells the planner: probe sites, visible variables and where
+each lives at one PC. Pure data; no pyelftools objects leak out."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from gs_cgen.dwarf.types import CType
+
+
+# DWARF x86_64 register numbers (System V psABI, figure 3.36).
+DWARF_REGISTER_NAMES = (
+    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip",
+)
+
+
+# ------------------------------------------------------ variable locations
+
+@dataclass(frozen=True)
+class InRegister:
+    """The value is `register + offset` (DW_OP_regN, or bregN + stack_value)."""
+
+    dwarf_register: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class AtRegisterOffset:
+    """The value is in memory at `register + offset` (DW_OP_bregN, or
+    DW_OP_fbreg with the frame base already resolved through CFI)."""
+
+    dwarf_register: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class AtAddress:
+    """The value is in memory at a link-time virtual address of the module
+    (DW_OP_addr); run time adds the module's load offset."""
+
+    address: int
+
+
+@dataclass(frozen=True)
+class ImplicitValue:
+    """The value is a known constant (DW_OP_constu/consts + stack_value,
+    DW_OP_implicit_value)."""
+
+    value: int
+
+
+@dataclass(frozen=True)
+class OptimizedOut:
+    """No location covers the PC, or DW_AT_location is absent/empty."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class UnsupportedLocation:
+    """A location expression this version cannot evaluate in BPF
+    (DW_OP_entry_value, pieces, SIMD registers, ...)."""
+
+    reason: str
+
+
+VariableLocation = (InRegister | AtRegisterOffset | AtAddress | ImplicitValue
+                    | OptimizedOut | UnsupportedLocation)
+
+
+def describe_location(location: VariableLocation) -> str:
+    """Human text for `info` and `--dry-run`."""
+    match location:
+        case InRegister(reg, 0):
+            return f"register {register_name(reg)}"
+        case InRegister(reg, off):
+            return f"value {register_name(reg)}{off:+d}"
+        case AtRegisterOffset(reg, off):
+            return f"memory [{register_name(reg)}{off:+d}]"
+        case AtAddress(addr):
+            return f"static 0x{addr:x}"
+        case ImplicitValue(value):
+            return f"constant {value}"
+        case OptimizedOut(reason):
+            return f"optimized out ({reason})"
+        case UnsupportedLocation(reason):
+            return f"unsupported ({reason})"
+    raise TypeError(location)
+
+
+def register_name(dwarf_register: int) -> str:
+    if 0 <= dwarf_register < len(DWARF_REGISTER_NAMES):
+        return DWARF_REGISTER_NAMES[dwarf_register]
+    if 17 <= dwarf_register <= 32:
+        return f"xmm{dwarf_register - 17}"
+    return f"dwarf-reg{dwarf_register}"
+
+
+# ------------------------------------------------------------ sites and vars
+
+class VariableKind(Enum):
+    PARAMETER = "parameter"
+    LOCAL = "local"
+    GLOBAL = "global"
+
+
+@dataclass(frozen=True)
+class VisibleVariable:
+    """A parameter or local in scope at a PC, innermost scope first."""
+
+    name: str
+    type: CType
+    location: VariableLocation
+    kind: VariableKind
+    decl_file: str | None = None
+    decl_line: int | None = None
+
+
+@dataclass(frozen=True)
+class GlobalVariable:
+    name: str
+    type: CType
+    address: int              # link-time virtual address
+    section: str              # "text" | "rodata" | "data" | "bss"
+    decl_file: str | None = None
+    decl_line: int | None = None
+
+
+@dataclass(frozen=True)
+class FunctionSite:
+    """A function's entry and the post-prologue address a probe goes to."""
+
+    name: str
+    low_pc: int
+    high_pc: int
+    probe_address: int
+    decl_file: str | None
+    decl_line: int | None
+
+
+@dataclass(frozen=True)
+class LineSite:
+    """One address where a source line begins (an is_stmt row)."""
+
+    file: str                 # as recorded in the line table (full path)
+    line: int                 # the line actually probed (may follow the requested one)
+    address: int
+    function: str | None      # enclosing function name, if known
+
+
+@dataclass(frozen=True)
+class LoadSegment:
+    """A PT_LOAD program header."""
+
+    vaddr: int
+    memsz: int
+    offset: int
+    filesz: int
+    executable: bool
+    writable: bool

@@ -1,0 +1,260 @@
+"""The trace script's syntax tree: frozen dataclasses, each with its span.
+
+Mirrors GhostScope's trace language (see CONTRACT.md). The parser builds it;
+check.py validates scoping and format strings; plan/ consumes it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from gs_cgen.source import SourceSpan
+
+
+# ---------------------------------------------------------------- expressions
+
+@dataclass(frozen=True)
+class IntLiteral:
+    value: int
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class BoolLiteral:
+    value: bool
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class StringLiteral:
+    """Escapes already decoded: `value` holds the bytes the user meant."""
+
+    value: bytes
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Name:
+    """An identifier: a script `let` variable or a DWARF variable."""
+
+    ident: str
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class SpecialVar:
+    """`$pid`, `$tid`, `$host_pid`, `$input_pid`, `$timestamp` (ident without `$`)."""
+
+    ident: str
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Member:
+    """`base.field`; auto-dereferences pointers."""
+
+    base: "Expr"
+    field: str
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Index:
+    base: "Expr"
+    index: "Expr"
+    span: SourceSpan
+
+
+class UnaryOp(Enum):
+    NEG = "-"
+    NOT = "!"
+    BIT_NOT = "~"
+    DEREF = "*"
+    ADDR_OF = "&"
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: UnaryOp
+    operand: "Expr"
+    span: SourceSpan
+
+
+class BinaryOp(Enum):
+    ADD = "+"
+    SUB = "-"
+    MUL = "*"
+    DIV = "/"
+    MOD = "%"
+    BIT_AND = "&"
+    BIT_OR = "|"
+    BIT_XOR = "^"
+    SHL = "<<"
+    SHR = ">>"
+    EQ = "=="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    AND = "&&"
+    OR = "||"
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: BinaryOp
+    left: "Expr"
+    right: "Expr"
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Cast:
+    """`cast(expr, "TYPE")`."""
+
+    operand: "Expr"
+    type_name: str
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Call:
+    """Builtins: strncmp, starts_with, memcmp, hex."""
+
+    function: str
+    args: tuple["Expr", ...]
+    span: SourceSpan
+
+
+Expr = (IntLiteral | BoolLiteral | StringLiteral | Name | SpecialVar | Member
+        | Index | Unary | Binary | Cast | Call)
+
+
+# ------------------------------------------------------------ format strings
+
+class FormatKind(Enum):
+    DEFAULT = ""      # {}
+    HEX = "x"         # {:x}
+    HEX_UPPER = "X"   # {:X}
+    POINTER = "p"     # {:p}
+    STRING = "s"      # {:s}
+
+
+class DumpLength(Enum):
+    NONE = "none"          # not a memory dump
+    STATIC = "static"      # {:x.16}
+    STAR = "star"          # {:x.*}  (length is the preceding argument)
+    VARIABLE = "variable"  # {:x.len$}
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    kind: FormatKind
+    dump: DumpLength = DumpLength.NONE
+    static_length: int | None = None
+    length_variable: str | None = None
+
+
+FormatPiece = str | Placeholder
+
+
+@dataclass(frozen=True)
+class FormatString:
+    pieces: tuple[FormatPiece, ...]
+    span: SourceSpan
+
+    @property
+    def placeholders(self) -> tuple[Placeholder, ...]:
+        return tuple(p for p in self.pieces if isinstance(p, Placeholder))
+
+    @property
+    def argument_count(self) -> int:
+        """Arguments the format consumes; `.*` consumes a length first."""
+        return sum(2 if p.dump is DumpLength.STAR else 1 for p in self.placeholders)
+
+
+# ----------------------------------------------------------------- statements
+
+@dataclass(frozen=True)
+class PrintFormat:
+    """`print "fmt {}", a, b;`"""
+
+    format: FormatString
+    args: tuple[Expr, ...]
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class PrintExpr:
+    """`print expr;` renders `expr = VALUE`. `text` is the expression as written."""
+
+    expr: Expr
+    text: str
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Let:
+    name: str
+    value: Expr
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class If:
+    """`if c {..} else if d {..} else {..}`: `else_body` holds a nested If for
+    `else if`, the statements of `else`, or is empty."""
+
+    condition: Expr
+    condition_text: str
+    then_body: tuple["Stmt", ...]
+    else_body: tuple["Stmt", ...]
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Backtrace:
+    span: SourceSpan
+
+
+Stmt = PrintFormat | PrintExpr | Let | If | Backtrace
+
+
+# ------------------------------------------------------------ trace patterns
+
+@dataclass(frozen=True)
+class FunctionPattern:
+    name: str
+
+
+@dataclass(frozen=True)
+class LinePattern:
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class AddressPattern:
+    """`0xADDR` (module virtual address) or `module_suffix:0xADDR`."""
+
+    address: int
+    module: str | None = None
+
+
+TracePattern = FunctionPattern | LinePattern | AddressPattern
+
+
+@dataclass(frozen=True)
+class TraceBlock:
+    pattern: TracePattern
+    pattern_text: str
+    body: tuple[Stmt, ...]
+    span: SourceSpan
+    pattern_span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Script:
+    traces: tuple[TraceBlock, ...]
+    text: str

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Idempotent machine + venv set-up for gs-cgen (called by `make test`,
+# `make demo` and .ci/run). Needs root for apt, the headers link and tracefs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+dpkg -s python3-bpfcc >/dev/null 2>&1 || need_apt+=(python3-bpfcc)
+dpkg -s linux-headers-amd64 >/dev/null 2>&1 || need_apt+=(linux-headers-amd64)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
+command -v make >/dev/null 2>&1 || need_apt+=(make)
+python3_venv_ok() { /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; }
+python3_venv_ok || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "setup: installing ${need_apt[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# BCC compiles against /lib/modules/$(uname -r)/build; link Debian's
+# generic headers there when the running kernel ships none.
+moddir="/lib/modules/$(uname -r)"
+if [ ! -e "$moddir/build/include" ]; then
+    arch_tree=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -1)
+    common_tree=$(ls -d /usr/src/linux-headers-*-common 2>/dev/null | sort -V | tail -1)
+    if [ -z "$arch_tree" ] || [ -z "$common_tree" ]; then
+        echo "setup: no kernel headers found under /usr/src" >&2
+        exit 1
+    fi
+    mkdir -p "$moddir"
+    ln -sfn "$arch_tree" "$moddir/build"
+    ln -sfn "$common_tree" "$moddir/source"
+fi
+
+# tracefs lets us inspect (and, for the legacy path, remove) uprobes.
+if ! mountpoint -q /sys/kernel/tracing; then
+    mount -t tracefs nodev /sys/kernel/tracing
+fi
+
+# The venv sees Debian's python3-bpfcc through system site packages.
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import bcc' >/dev/null 2>&1; then
+    rm -rf .venv
+    /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+if ! .venv/bin/python -c 'import gs_cgen, lark, elftools, click, rich, pycparser, pytest' >/dev/null 2>&1; then
+    .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+fi
+echo "setup: ok" >&2
