@@ -23,3 +23,10 @@ class SourceSpan:
         if self.end_line == self.line and self.end_column > self.column:
             width = self.end_column - self.column
         return f"  {source_line}\n  {' ' * (self.column - 1)}{'^' * width}"
+
+    def slice(self, text: str) -> str:
+        """The script text this span covers."""
+        lines = text.splitlines(keepends=True)
+        start = sum(len(l) for l in lines[:self.line - 1]) + self.column - 1
+        end = sum(len(l) for l in lines[:self.end_line - 1]) + self.end_column - 1
+        return text[start:end]

@@ -1,0 +1,75 @@
+/* gs_abi.h — every struct and constant shared by gs-cgen's generated BPF C
+ * and its Python side. Python reads this file with pycparser (gs_cgen/abi.py)
+ * and derives layouts from it; never restate an offset elsewhere.
+ * Only fixed-width kernel types (__u8 ... __u64) are used so both the BPF
+ * compiler and pycparser see the same layout. */
+#ifndef GS_ABI_H
+#define GS_ABI_H
+
+/* Value status codes: one byte before every value in an event. */
+enum gs_value_status {
+    GS_STATUS_OK = 0,
+    GS_STATUS_NULL_DEREF = 1,
+    GS_STATUS_READ_ERROR = 2,
+    GS_STATUS_ACCESS_ERROR = 3,
+    GS_STATUS_TRUNCATED = 4,
+    GS_STATUS_OFFSETS_UNAVAILABLE = 5,
+    GS_STATUS_ZERO_LENGTH = 6,
+};
+
+/* Event kinds (gs_event_hdr.kind). */
+enum gs_event_kind {
+    GS_EVENT_TRACE = 1,
+    GS_EVENT_EXPR_ERROR = 2,
+};
+
+/* Largest event a probe may build (per-CPU scratch buffer size). */
+enum gs_limits {
+    GS_MAX_EVENT_SIZE = 8192,
+    GS_RINGBUF_PAGES = 256,
+    GS_PERF_PAGES = 64,
+    GS_MAX_TRACKED_MODULES = 4096,
+};
+
+/* Header at offset 0 of every event. pid/tid are in the PID namespace in
+ * which the tracer read /proc; host_pid/host_tid in the initial namespace. */
+struct gs_event_hdr {
+    __u64 timestamp_ns;
+    __u32 probe_id;
+    __u32 kind;
+    __u32 pid;
+    __u32 tid;
+    __u32 host_pid;
+    __u32 host_tid;
+    __u32 size;
+    __u32 failed_value;   /* GS_EVENT_EXPR_ERROR: index of the failed value */
+};
+
+/* Key of proc_module_offsets: one loaded module of one process. */
+struct proc_module_key {
+    __u32 pid;
+    __u32 pad;
+    __u64 module_cookie;
+};
+
+/* Load offsets (run-time address - link-time address) by section class. */
+struct proc_module_offsets_value {
+    __u64 text;
+    __u64 rodata;
+    __u64 data;
+    __u64 bss;
+};
+
+/* Per-CPU scratch in which a probe assembles its event. */
+struct gs_scratch {
+    __u8 bytes[GS_MAX_EVENT_SIZE];
+};
+
+/* Map names, as the generated C declares them and Python opens them. */
+#define GS_MAP_EVENTS gs_events
+#define GS_MAP_SCRATCH gs_scratch_buf
+#define GS_MAP_LOST gs_lost_events
+#define GS_MAP_OFFSETS proc_module_offsets
+#define GS_MAP_PID_ALIASES pid_aliases
+
+#endif /* GS_ABI_H */

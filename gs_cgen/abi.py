@@ -1,0 +1,131 @@
+"""The BPF/Python ABI, read from bpf_headers/gs_abi.h with pycparser.
+
+Python never restates an offset: struct layouts, enum constants and map
+names all come from the header, so the two sides cannot drift. pycparser
+parses but does not lay out, so `_layout_struct` applies the x86-64 SysV
+rules (natural alignment, size rounded to the largest member alignment).
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from pycparser import c_ast, c_parser
+from pycparser.plyparser import ParseError
+
+from gs_cgen.errors import GsError
+
+HEADER_PATH = Path(__file__).resolve().parent.parent / "bpf_headers" / "gs_abi.h"
+
+# The kernel's fixed-width types, so pycparser knows their sizes.
+_PRELUDE = """
+typedef unsigned char __u8; typedef signed char __s8;
+typedef unsigned short __u16; typedef short __s16;
+typedef unsigned int __u32; typedef int __s32;
+typedef unsigned long long __u64; typedef long long __s64;
+# 1 "gs_abi.h"
+"""
+_SCALARS = {"__u8": (1, "B"), "__s8": (1, "b"), "__u16": (2, "H"), "__s16": (2, "h"),
+            "__u32": (4, "I"), "__s32": (4, "i"), "__u64": (8, "Q"), "__s64": (8, "q")}
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+_DEFINE = re.compile(r"^\s*#define\s+(GS_MAP_\w+)\s+(\w+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class FieldLayout:
+    name: str
+    offset: int
+    size: int
+    format: str          # struct-module format of one element
+    count: int = 1       # array length (1 for scalars)
+
+
+@dataclass(frozen=True)
+class StructLayout:
+    name: str
+    size: int
+    fields: tuple[FieldLayout, ...]
+
+    def field(self, name: str) -> FieldLayout:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"struct {self.name} has no field {name}")
+
+    def unpack(self, data: bytes, offset: int = 0) -> dict[str, int]:
+        """Scalar fields of one instance at `offset` of `data`."""
+        return {f.name: struct.unpack_from("<" + f.format, data, offset + f.offset)[0]
+                for f in self.fields if f.count == 1}
+
+    def pack(self, **values: int) -> bytes:
+        buf = bytearray(self.size)
+        for f in self.fields:
+            if f.count == 1:
+                struct.pack_into("<" + f.format, buf, f.offset, values.get(f.name, 0))
+        return bytes(buf)
+
+
+@dataclass(frozen=True)
+class Abi:
+    structs: dict[str, StructLayout]
+    constants: dict[str, int]
+    map_names: dict[str, str]
+
+
+@lru_cache(maxsize=1)
+def load_abi(path: Path = HEADER_PATH) -> Abi:
+    text = path.read_text()
+    # pycparser takes preprocessed C: drop comments (keeping line count) and
+    # directives; the GS_MAP_* defines are read separately.
+    uncommented = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    body = "\n".join("" if line.lstrip().startswith("#") else line
+                     for line in uncommented.splitlines())
+    try:
+        ast = c_parser.CParser().parse(_PRELUDE + body, filename="gs_abi.h")
+    except ParseError as exc:
+        raise GsError(f"cannot parse {path}: {exc}") from exc
+    constants: dict[str, int] = {}
+    structs: dict[str, StructLayout] = {}
+    for node in ast.ext:
+        _collect(node.type if isinstance(node, c_ast.Decl) else node, constants, structs)
+    return Abi(structs, constants, dict(_DEFINE.findall(text)))
+
+
+def _collect(node, constants: dict[str, int], structs: dict[str, StructLayout]) -> None:
+    if isinstance(node, c_ast.Enum) and node.values:
+        for item in node.values.enumerators:
+            constants[item.name] = _const_value(item.value, constants)
+    elif isinstance(node, c_ast.Struct) and node.decls:
+        structs[node.name] = _layout_struct(node, constants)
+
+
+def _const_value(expr, constants: dict[str, int]) -> int:
+    if isinstance(expr, c_ast.Constant):
+        return int(expr.value, 0)
+    if isinstance(expr, c_ast.ID):
+        return constants[expr.name]
+    raise GsError(f"gs_abi.h: unsupported constant expression {expr!r}")
+
+
+def _layout_struct(node: c_ast.Struct, constants: dict[str, int]) -> StructLayout:
+    offset, max_align, fields = 0, 1, []
+    for decl in node.decls:
+        elem_type, count = decl.type, 1
+        if isinstance(elem_type, c_ast.ArrayDecl):
+            count = _const_value(elem_type.dim, constants)
+            elem_type = elem_type.type
+        type_name = elem_type.type.names[0]
+        size, fmt = _SCALARS[type_name]
+        offset = (offset + size - 1) // size * size
+        fields.append(FieldLayout(decl.name, offset, size, fmt, count))
+        offset += size * count
+        max_align = max(max_align, size)
+    total = (offset + max_align - 1) // max_align * max_align
+    return StructLayout(node.name, total, tuple(fields))
+
+
+def abi() -> Abi:
+    return load_abi()

@@ -1,0 +1,141 @@
+"""Command line: the only place that prints errors and chooses exit codes.
+
+Exit status: 0 normal end, 1 user error (GsError), 2 bad usage (click).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from gs_cgen.errors import GsError, TargetError, UnsupportedError
+
+EXIT_USER_ERROR = 1
+
+
+class _ScriptSource:
+    """The script text and the name errors use for it."""
+
+    def __init__(self, text: str, name: str) -> None:
+        self.text, self.name = text, name
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """gs-cgen: trace a live process at a function or source line and print
+    its variables, typed and read from DWARF, through eBPF uprobes."""
+
+
+@cli.command(context_settings={"ignore_unknown_options": False})
+@click.option("-p", "--pid", type=int, help="A running process.")
+@click.option("-t", "--target", "target_path", type=str, help="An executable or shared library.")
+@click.option("-s", "--script", "script_text", help="Trace script text.")
+@click.option("-f", "--script-file", type=click.Path(dir_okay=False), help="Trace script file.")
+@click.option("--output", type=click.Choice(["plain", "pretty", "json"]), default=None,
+              help="Default: pretty on a TTY, plain otherwise.")
+@click.option("--max-events", type=click.IntRange(min=1), help="Exit after N events.")
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), help="Exit after SECONDS.")
+@click.option("--dry-run", is_flag=True, help="Resolve, compile and verifier-load; attach nothing.")
+@click.option("--emit-c", is_flag=True, help="Print the generated C and exit (no root needed).")
+@click.option("--event-map", type=click.Choice(["ringbuf", "perf"]), default="ringbuf")
+@click.option("--mem-dump-cap", type=click.IntRange(min=1), default=256, show_default=True)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def trace(pid, target_path, script_text, script_file, output, max_events, duration, dry_run,
+          emit_c, event_map, mem_dump_cap, command) -> None:
+    """Attach a trace script to a process, a binary, or a command to launch."""
+    _check_usage(pid, target_path, script_text, script_file, command)
+    script = _read_script(script_text, script_file)
+    try:
+        status = _run_trace(script, pid, target_path, output, max_events, duration, dry_run,
+                            emit_c, event_map, command)
+    except GsError as exc:
+        _fail(exc, script)
+    sys.exit(status)
+
+
+def _check_usage(pid, target_path, script_text, script_file, command) -> None:
+    if (script_text is None) == (script_file is None):
+        raise click.UsageError("give exactly one of -s/--script and -f/--script-file")
+    if command and (pid is not None or target_path):
+        raise click.UsageError("'-- COMMAND' cannot be combined with -p or -t")
+    if not command and pid is None and not target_path:
+        raise click.UsageError("name a target: -p PID, -t PATH, or -- COMMAND [ARGS...]")
+
+
+def _read_script(script_text: str | None, script_file: str | None) -> _ScriptSource:
+    if script_text is not None:
+        return _ScriptSource(script_text, "<script>")
+    try:
+        with open(script_file, encoding="utf-8") as f:
+            return _ScriptSource(f.read(), script_file)
+    except OSError as exc:
+        _fail(GsError(f"cannot read script file {script_file}: {exc.strerror}"), None)
+
+
+def _run_trace(script: _ScriptSource, pid, target_path, output, max_events, duration,
+               dry_run, emit_c, event_map, command) -> int:
+    from gs_cgen.pipeline import compile_script  # noqa: PLC0415 — keep --help fast
+    from gs_cgen.plan.build import PlanOptions  # noqa: PLC0415
+    from gs_cgen.plan.model import EventTransport  # noqa: PLC0415
+    from gs_cgen.runtime import target as proc  # noqa: PLC0415
+    if command:
+        raise UnsupportedError("not supported yet: launching a command (use -p or -t)")
+    module_path = _module_path(pid, target_path, proc)
+    options = PlanOptions(script_name=script.name, pid_namespace=proc.tracer_pid_namespace(),
+                          transport=EventTransport(event_map), input_pid=pid)
+    compiled = compile_script(script.text, module_path, options)
+    if emit_c:
+        click.echo(compiled.c_text, nl=False)
+        return 0
+    from gs_cgen.tracer import TraceOptions, run_trace  # noqa: PLC0415
+    style = output or ("pretty" if sys.stdout.isatty() else "plain")
+    trace_options = TraceOptions(style, max_events, duration, dry_run, pid,
+                                 stop_when_gone=pid)
+    return run_trace(compiled, trace_options, _diagnostic)
+
+
+def _module_path(pid, target_path, proc) -> str:
+    if target_path:
+        if not os.path.exists(target_path):
+            raise TargetError(f"no such file: {target_path}")
+        return os.path.realpath(target_path)
+    return proc.open_process(pid).exe_path
+
+
+@cli.command()
+@click.option("-p", "--pid", type=int, help="A running process.")
+@click.option("-t", "--target", "target_path", type=str, help="An executable or shared library.")
+@click.argument("kind", type=click.Choice(["function", "line", "address"]))
+@click.argument("what")
+def info(pid, target_path, kind, what) -> None:
+    """List probe sites and the variables visible at each."""
+    if (pid is None) == (target_path is None):
+        raise click.UsageError("give exactly one of -p PID and -t PATH")
+    from gs_cgen import info as info_mod  # noqa: PLC0415
+    from gs_cgen.runtime import target as proc  # noqa: PLC0415
+    try:
+        click.echo(info_mod.describe(_module_path(pid, target_path, proc), kind, what))
+    except GsError as exc:
+        _fail(exc, None)
+
+
+def _diagnostic(message: str) -> None:
+    click.echo(f"gs-cgen: {message}", err=True)
+
+
+def _fail(exc: GsError, script: _ScriptSource | None):
+    name, text = (script.name, script.text) if script else ("<script>", "")
+    click.echo(exc.render(name, text), err=True)
+    sys.exit(EXIT_USER_ERROR)
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="gs-cgen")
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""The only place C text is assembled from parts: identifiers, literals,
+comments. Everything a user or a DWARF file wrote passes through here."""
+from __future__ import annotations
+
+import re
+
+_SAFE_COMMENT = re.compile(r"[^A-Za-z0-9_ .,:;/+\-=()\[\]{}<>@#$%^&|!?~'\"]")
+
+
+def comment(text: str) -> str:
+    """A one-line C comment that cannot be closed early by its content."""
+    cleaned = _SAFE_COMMENT.sub("?", text).replace("*/", "*?/").replace("/*", "/?*")
+    return f"/* {cleaned} */"
+
+
+def u64_literal(value: int) -> str:
+    return f"0x{value & 0xFFFF_FFFF_FFFF_FFFF:x}ULL"
+
+
+def s64_literal(value: int) -> str:
+    """A signed 64-bit offset, written so no cast or overflow surprises."""
+    if value < 0:
+        return f"(-(__s64)0x{-value:x}LL)"
+    return f"((__s64)0x{value:x}LL)"
+
+
+def probe_function_name(probe_id: int) -> str:
+    return f"gs_probe_{probe_id}"
+
+
+def offsets_variable(cookie: int) -> str:
+    return f"gs_offsets_{cookie:x}"
+
+
+def statement(code: str, indent: int = 1) -> str:
+    return "    " * indent + code

@@ -1,0 +1,28 @@
+"""The compile-time stages in order: parse → check → plan → emit. Pure:
+reads ELF/DWARF files but never touches BPF or processes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gs_cgen.dwarf import open_module
+from gs_cgen.emit.program import emit_program
+from gs_cgen.plan.build import PlanOptions, build_plan
+from gs_cgen.plan.model import Plan
+from gs_cgen.script import ast
+from gs_cgen.script.check import check
+from gs_cgen.script.parser import parse
+
+
+@dataclass(frozen=True)
+class Compiled:
+    script: ast.Script
+    plan: Plan
+    c_text: str
+
+
+def compile_script(script_text: str, module_path: str, options: PlanOptions) -> Compiled:
+    script = parse(script_text)
+    check(script)
+    module = open_module(module_path)
+    plan = build_plan(script, module, options)
+    return Compiled(script, plan, emit_program(plan))

@@ -1,0 +1,55 @@
+"""Drive the event loop: poll the ring, hand raw events on, watch the loss
+counters and the stop conditions. Moves bytes only; rendering is elsewhere."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+LOSS_REPORT_INTERVAL_S = 2.0
+
+
+@dataclass
+class LossTracker:
+    """Drops seen by the BPF side (per-CPU counter) and the perf reader."""
+
+    kernel_lost: int = 0
+    reader_lost: int = 0
+    reported: int = 0
+    last_report: float = field(default_factory=time.monotonic)
+
+    @property
+    def total(self) -> int:
+        return self.kernel_lost + self.reader_lost
+
+    def unreported(self, now: float, force: bool = False) -> int:
+        """How many new losses to report now (0 when nothing is due)."""
+        due = force or now - self.last_report >= LOSS_REPORT_INTERVAL_S
+        if not due or self.total == self.reported:
+            return 0
+        new = self.total - self.reported
+        self.reported, self.last_report = self.total, now
+        return new
+
+
+def collect(session, on_event: Callable[[bytes], None], should_stop: Callable[[], bool],
+            on_loss: Callable[[int], None], poll_ms: int = 100) -> LossTracker:
+    """Poll until `should_stop()`; return the loss tally (already reported)."""
+    losses = LossTracker()
+
+    def reader_lost(count: int) -> None:
+        losses.reader_lost += count
+
+    session.open_events(on_event, reader_lost)
+    try:
+        while not should_stop():
+            session.poll(poll_ms)
+            losses.kernel_lost = session.lost_events()
+            if new := losses.unreported(time.monotonic()):
+                on_loss(new)
+    finally:
+        session.poll(0)          # drain what is already in the ring
+        losses.kernel_lost = session.lost_events()
+        if new := losses.unreported(time.monotonic(), force=True):
+            on_loss(new)
+    return losses

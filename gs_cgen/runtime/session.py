@@ -1,0 +1,174 @@
+"""BCC load / attach / detach and map population: the only importer of bcc.
+
+Uprobes are attached through libbcc's bpf_attach_uprobe at an explicit file
+offset (never by symbol), which on kernels with the uprobe PMU opens a perf
+event that the kernel removes when its fd closes, even if we are SIGKILLed.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import io
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from gs_cgen.abi import HEADER_PATH, abi
+from gs_cgen.emit.c import probe_function_name
+from gs_cgen.errors import PrivilegeError, RuntimeTraceError
+from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
+from gs_cgen.runtime.target import SectionOffsets
+
+_PRELUDE_DIR = Path(__file__).resolve().parent.parent / "emit"
+
+
+def require_privileges() -> None:
+    if os.geteuid() != 0:
+        raise PrivilegeError(
+            "loading eBPF programs and attaching uprobes needs root "
+            "(CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN); run gs-cgen with sudo",
+            hints=("--emit-c prints the generated C without root",))
+
+
+def _import_bcc():
+    try:
+        import bcc  # noqa: PLC0415 — deferred so --emit-c works without BCC
+    except ImportError as exc:
+        raise RuntimeTraceError(
+            f"BCC is not importable ({exc}); install Debian's python3-bpfcc and run from "
+            "a venv created with --system-site-packages (make setup does both)") from None
+    return bcc
+
+
+@dataclass
+class AttachedProbe:
+    site: ProbeSite
+    event_name: bytes
+    fd: int
+
+
+class TraceSession:
+    """One compiled program: load, attach, collect, detach."""
+
+    def __init__(self, plan: Plan, c_text: str) -> None:
+        self.plan = plan
+        self.c_text = c_text
+        self.bpf = None
+        self.functions = {}
+        self.attached: list[AttachedProbe] = []
+
+    # -------------------------------------------------------------- load
+    def load(self) -> None:
+        """Compile with clang and pass every probe through the verifier."""
+        bcc = _import_bcc()
+        cflags = [f"-I{HEADER_PATH.parent}", f"-I{_PRELUDE_DIR}", "-Wno-unused-function"]
+        captured = io.StringIO()
+        try:
+            with _stderr_to(captured):
+                self.bpf = bcc.BPF(text=self.c_text, cflags=cflags)
+        except Exception as exc:  # noqa: BLE001 — BCC raises bare Exception
+            raise RuntimeTraceError(f"BPF compilation failed: {exc}",
+                                    hints=(captured.getvalue().strip()[-2000:],)) from None
+        for probe in self.plan.probes:
+            self.functions[probe.site.probe_id] = self._load_function(bcc, probe.site)
+
+    def _load_function(self, bcc, site: ProbeSite):
+        name = probe_function_name(site.probe_id)
+        log = io.StringIO()
+        try:
+            with _stderr_to(log):
+                return self.bpf.load_func(name, bcc.BPF.KPROBE)
+        except Exception as exc:  # noqa: BLE001
+            raise RuntimeTraceError(
+                f"the kernel verifier rejected the probe for '{site.pattern_text}': {exc}",
+                hints=(log.getvalue().strip()[-3000:],)) from None
+
+    # ------------------------------------------------------------ attach
+    def attach(self, pid: int | None) -> None:
+        """Attach every probe; on any failure detach what was attached."""
+        from bcc.libbcc import lib  # noqa: PLC0415
+        for probe in self.plan.probes:
+            site = probe.site
+            fn = self.functions[site.probe_id]
+            event_name = f"gs_{os.getpid()}_{site.probe_id}".encode()
+            fd = lib.bpf_attach_uprobe(fn.fd, 0, event_name, site.module_path.encode(),
+                                       site.file_offset, -1 if pid is None else pid)
+            if fd < 0:
+                err = ctypes.get_errno()
+                self.detach()
+                raise RuntimeTraceError(
+                    f"cannot attach uprobe for '{site.pattern_text}' at "
+                    f"{site.module_path}+0x{site.file_offset:x}: {os.strerror(err) if err else 'failed'}")
+            self.attached.append(AttachedProbe(site, event_name, fd))
+
+    def detach(self) -> None:
+        """Close every probe fd: the kernel drops the uprobes with them."""
+        if not self.attached:
+            return
+        from bcc.libbcc import lib  # noqa: PLC0415
+        for probe in self.attached:
+            lib.bpf_close_perf_event_fd(probe.fd)
+            # Only does something when libbcc fell back to tracefs events.
+            with _stderr_to(io.StringIO()):
+                lib.bpf_detach_uprobe(probe.event_name)
+        self.attached.clear()
+
+    def close(self) -> None:
+        self.detach()
+        if self.bpf is not None:
+            self.bpf.cleanup()
+            self.bpf = None
+
+    # -------------------------------------------------------------- maps
+    def set_module_offsets(self, pid: int, cookie: int, offsets: SectionOffsets) -> None:
+        table = self.bpf[abi().map_names["GS_MAP_OFFSETS"]]
+        key = table.Key(pid=pid, pad=0, module_cookie=cookie)
+        table[key] = table.Leaf(text=offsets.text & _U64, rodata=offsets.rodata & _U64,
+                                data=offsets.data & _U64, bss=offsets.bss & _U64)
+
+    def lost_events(self) -> int:
+        table = self.bpf[abi().map_names["GS_MAP_LOST"]]
+        return sum(int(v.value) for v in table[0])
+
+    # ------------------------------------------------------------ events
+    def open_events(self, on_event, on_lost) -> None:
+        """`on_event(bytes)` per event; `on_lost(n)` for perf-side drops."""
+        table = self.bpf[abi().map_names["GS_MAP_EVENTS"]]
+
+        def raw(_ctx, data, size):
+            on_event(ctypes.string_at(data, size))
+            return 0
+
+        if self.plan.transport is EventTransport.RINGBUF:
+            table.open_ring_buffer(raw)
+        else:
+            table.open_perf_buffer(lambda cpu, data, size: raw(cpu, data, size),
+                                   page_cnt=abi().constants["GS_PERF_PAGES"],
+                                   lost_cb=lambda count: on_lost(int(count)))
+
+    def poll(self, timeout_ms: int) -> None:
+        if self.plan.transport is EventTransport.RINGBUF:
+            self.bpf.ring_buffer_poll(timeout_ms)
+        else:
+            self.bpf.perf_buffer_poll(timeout_ms)
+
+
+_U64 = 0xFFFF_FFFF_FFFF_FFFF
+
+
+@contextlib.contextmanager
+def _stderr_to(buffer: io.StringIO):
+    """Capture C-level stderr (clang and verifier output) into `buffer`."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            buffer.write(tmp.read().decode(errors="replace"))

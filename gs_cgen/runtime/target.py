@@ -1,0 +1,135 @@
+"""Processes and modules as /proc shows them: the executable, its mappings,
+per-module load offsets, and the tracer's PID namespace."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from gs_cgen.dwarf.model import LoadSegment
+from gs_cgen.errors import TargetError
+from gs_cgen.plan.model import PidNamespace
+
+# PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace.
+_INIT_PID_NS_INO = 0xEFFFFFFC
+
+
+@dataclass(frozen=True)
+class Mapping:
+    start: int
+    end: int
+    perms: str
+    offset: int
+    path: str
+
+
+@dataclass(frozen=True)
+class ProcessTarget:
+    pid: int
+    exe_path: str
+    mappings: tuple[Mapping, ...]
+
+    def module_paths(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for m in self.mappings:
+            if m.path.startswith("/"):
+                seen.setdefault(m.path, None)
+        return list(seen)
+
+
+@dataclass(frozen=True)
+class SectionOffsets:
+    """Run-time address minus link-time address, per section class."""
+
+    text: int
+    rodata: int
+    data: int
+    bss: int
+
+
+def open_process(pid: int) -> ProcessTarget:
+    """Read /proc/PID; TargetError when it does not exist or is not ours."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+        with open(f"/proc/{pid}/maps") as f:
+            maps = f.read()
+    except FileNotFoundError:
+        raise TargetError(f"no process with PID {pid}") from None
+    except PermissionError:
+        raise TargetError(f"cannot read /proc/{pid} (run gs-cgen as root)") from None
+    exe = exe.removesuffix(" (deleted)")
+    return ProcessTarget(pid, exe, tuple(parse_maps(maps)))
+
+
+def parse_maps(text: str) -> list[Mapping]:
+    mappings = []
+    for line in text.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) < 5:
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        path = fields[5] if len(fields) == 6 else ""
+        mappings.append(Mapping(start, end, fields[1], int(fields[2], 16), path))
+    return mappings
+
+
+def module_offsets(target: ProcessTarget, path: str,
+                   segments: tuple[LoadSegment, ...]) -> SectionOffsets | None:
+    """Where the module at `path` was loaded in `target`, or None if it is
+    not mapped there (yet)."""
+    real = os.path.realpath(path)
+    maps = [m for m in target.mappings if m.path in (path, real)]
+    by_class = {}
+    for seg in segments:
+        bias = _segment_bias(seg, maps)
+        if bias is None:
+            continue
+        if seg.executable:
+            by_class.setdefault("text", bias)
+        elif seg.writable:
+            by_class.setdefault("data", bias)
+        else:
+            by_class.setdefault("rodata", bias)
+    if not by_class:
+        return None
+    anyone = next(iter(by_class.values()))
+    data = by_class.get("data", anyone)
+    return SectionOffsets(by_class.get("text", anyone), by_class.get("rodata", anyone),
+                          data, data)
+
+
+def _segment_bias(seg: LoadSegment, maps: list[Mapping]) -> int | None:
+    for m in maps:
+        if m.offset <= seg.offset < m.offset + (m.end - m.start):
+            # run-time address of file offset seg.offset, minus its link-time address
+            return m.start + (seg.offset - m.offset) - seg.vaddr
+    return None
+
+
+def tracer_pid_namespace() -> PidNamespace:
+    st = os.stat("/proc/self/ns/pid")
+    return PidNamespace(use_ns_helper=st.st_ino != _INIT_PID_NS_INO,
+                        dev=st.st_dev, ino=st.st_ino)
+
+
+def processes_mapping(path: str) -> list[int]:
+    """PIDs (in the tracer's view) that currently map `path`."""
+    real = os.path.realpath(path)
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/maps") as f:
+                if any(line.rstrip().endswith((" " + real, " " + path)) for line in f):
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
