@@ -1,0 +1,6 @@
+"""ELF + DWARF reading; the only package that imports pyelftools.
+
+`open_module(path)` is the entry point; see module.py."""
+from gs_cgen.dwarf.module import ModuleDebugInfo, open_module
+
+__all__ = ["ModuleDebugInfo", "open_module"]

@@ -1,0 +1,101 @@
+"""The CFA rule at one PC, from .eh_frame (via .eh_frame_hdr) or .debug_frame.
+
+Only the FDE that covers the PC is parsed: .eh_frame_hdr holds a sorted
+table of (initial_location, FDE address) pairs (LSB 5.0 "Exception Frame
+Header"), so a binary search finds it without decoding the whole section,
+which takes seconds for a large library. Without the header we fall back to
+parsing every entry once.
+"""
+from __future__ import annotations
+
+import bisect
+import struct
+from dataclasses import dataclass
+
+from elftools.dwarf.callframe import FDE, CallFrameInfo
+
+# DW_EH_PE encodings we decode in .eh_frame_hdr; gcc/ld always emit these.
+_PE_PCREL_SDATA4 = 0x1B
+_PE_UDATA4 = 0x03
+_PE_DATAREL_SDATA4 = 0x3B
+
+
+@dataclass(frozen=True)
+class CfaRule:
+    """CFA = value of DWARF register `register` + `offset`."""
+
+    register: int
+    offset: int
+
+
+class CfaUnavailable(Exception):
+    """No FDE covers the PC, or the CFA is a DWARF expression."""
+
+
+class CallFrames:
+    def __init__(self, dwarfinfo, hdr_bytes: bytes, hdr_address: int) -> None:
+        self._dwarfinfo = dwarfinfo
+        self._table = _parse_eh_frame_hdr(hdr_bytes, hdr_address)
+        self._eh = self._cfi(dwarfinfo.eh_frame_sec, for_eh_frame=True)
+        self._debug = self._cfi(dwarfinfo.debug_frame_sec, for_eh_frame=False)
+        self._all_fdes: list | None = None
+
+    def _cfi(self, sec, for_eh_frame: bool) -> CallFrameInfo | None:
+        if sec is None:
+            return None
+        return CallFrameInfo(stream=sec.stream, size=sec.size, address=sec.address,
+                             base_structs=self._dwarfinfo.structs, for_eh_frame=for_eh_frame)
+
+    def cfa_at(self, pc: int) -> CfaRule:
+        fde = self._fde_from_hdr(pc) or self._fde_by_scan(pc)
+        if fde is None:
+            raise CfaUnavailable(f"no call frame information covers 0x{pc:x}")
+        row = None
+        for line in fde.get_decoded().table:
+            if line["pc"] > pc:
+                break
+            row = line
+        rule = row["cfa"] if row else None
+        if rule is None or rule.reg is None or rule.expr is not None:
+            raise CfaUnavailable(f"CFA at 0x{pc:x} is a DWARF expression")
+        return CfaRule(rule.reg, rule.offset)
+
+    def _fde_from_hdr(self, pc: int):
+        if not self._table or self._eh is None:
+            return None
+        starts, fde_addrs = self._table
+        i = bisect.bisect_right(starts, pc) - 1
+        if i < 0:
+            return None
+        entry = self._eh._parse_entry_at(fde_addrs[i] - self._dwarfinfo.eh_frame_sec.address)
+        return entry if _covers(entry, pc) else None
+
+    def _fde_by_scan(self, pc: int):
+        if self._all_fdes is None:
+            self._all_fdes = []
+            for cfi in (self._debug, self._eh):
+                if cfi is not None:
+                    self._all_fdes.extend(e for e in cfi.get_entries() if isinstance(e, FDE))
+        return next((e for e in self._all_fdes if _covers(e, pc)), None)
+
+
+def _covers(entry, pc: int) -> bool:
+    if not isinstance(entry, FDE):
+        return False
+    start = entry.header["initial_location"]
+    return start <= pc < start + entry.header["address_range"]
+
+
+def _parse_eh_frame_hdr(data: bytes, address: int):
+    """-> (sorted initial locations, FDE addresses) or None."""
+    if len(data) < 12 or data[0] != 1:
+        return None
+    ptr_enc, count_enc, table_enc = data[1], data[2], data[3]
+    if (ptr_enc, count_enc, table_enc) != (_PE_PCREL_SDATA4, _PE_UDATA4, _PE_DATAREL_SDATA4):
+        return None
+    (count,) = struct.unpack_from("<I", data, 8)
+    pairs = struct.unpack_from(f"<{2 * count}i", data, 12)
+    # datarel: relative to the start of .eh_frame_hdr
+    starts = [address + v for v in pairs[0::2]]
+    fdes = [address + v for v in pairs[1::2]]
+    return starts, fdes

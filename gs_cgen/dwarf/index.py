@@ -1,0 +1,294 @@
+"""Lazy lookups into DWARF: address -> CU, CU -> line table and file names,
+CU -> top-level functions, and raw byte searches of .debug_info.
+
+Nothing here walks every DIE of a module. A CU is located by .debug_aranges
+(or, when that is missing, by each CU's top DIE ranges); line programs are
+decoded one CU at a time; globals and type names are found by searching the
+raw section bytes for the exact encoding that would reference them, then
+parsing only the CU that contains the hit.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass
+
+from elftools.dwarf.ranges import BaseAddressEntry
+
+_ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
+                  "DW_FORM_addrx3", "DW_FORM_addrx4")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line-table row (DWARF 5 section 6.2.2)."""
+
+    address: int
+    file: int
+    line: int
+    is_stmt: bool
+    prologue_end: bool
+    end_sequence: bool
+
+
+@dataclass(frozen=True)
+class LineTable:
+    rows: tuple[Row, ...]             # sequences in address order, rows in program order
+    files: dict[int, str]             # DWARF file index -> normalized full path
+    addresses: tuple[int, ...]        # sorted distinct row addresses (gdb's line boundaries)
+
+
+@dataclass(frozen=True)
+class FunctionEntry:
+    name: str | None
+    ranges: tuple[tuple[int, int], ...]
+    die_offset: int
+
+
+def die_name(die) -> str | None:
+    """DW_AT_name, following abstract_origin/specification like gdb does."""
+    for _ in range(4):
+        attr = die.attributes.get("DW_AT_name")
+        if attr is not None:
+            return attr.value.decode("utf-8", "replace")
+        ref = next((a for a in ("DW_AT_abstract_origin", "DW_AT_specification")
+                    if a in die.attributes), None)
+        if ref is None:
+            return None
+        die = die.get_DIE_from_attribute(ref)
+    return None
+
+
+def inherited_attr(die, name: str):
+    """An attribute of the DIE or of its abstract origin (inlined/out-of-line
+    concrete instances keep name, type and decl_* on the abstract DIE)."""
+    for _ in range(4):
+        if name in die.attributes:
+            return die.attributes[name]
+        ref = next((a for a in ("DW_AT_abstract_origin", "DW_AT_specification")
+                    if a in die.attributes), None)
+        if ref is None:
+            return None
+        die = die.get_DIE_from_attribute(ref)
+    return None
+
+
+class DwarfIndex:
+    def __init__(self, dwarfinfo) -> None:
+        self.dwarfinfo = dwarfinfo
+        self._cu_offsets: list[int] | None = None
+        self._aranges = None
+        self._aranges_loaded = False
+        self._cu_range_index: list[tuple[int, int, int]] | None = None
+        self._lines: dict[int, LineTable] = {}
+        self._file_maps: dict[int, dict[int, str]] = {}
+        self._files_by_path: dict[str, list[int]] | None = None
+        self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
+        self._info_bytes: bytes | None = None
+
+    # ----------------------------------------------------------------- CUs
+
+    def cu_offsets(self) -> list[int]:
+        """CU header offsets, from the unit_length fields alone (DWARF 5
+        section 7.5.1.1); no DIE is parsed."""
+        if self._cu_offsets is None:
+            data, offsets, pos = self.info_bytes(), [], 0
+            while pos + 4 <= len(data):
+                offsets.append(pos)
+                (length,) = struct.unpack_from("<I", data, pos)
+                if length == 0xFFFFFFFF:
+                    (length,) = struct.unpack_from("<Q", data, pos + 4)
+                    pos += 12 + length
+                else:
+                    pos += 4 + length
+            self._cu_offsets = offsets
+        return self._cu_offsets
+
+    def cu_at(self, offset: int):
+        return self.dwarfinfo.get_CU_at(offset)
+
+    def cu_containing(self, info_offset: int):
+        offsets = self.cu_offsets()
+        return self.cu_at(offsets[bisect.bisect_right(offsets, info_offset) - 1])
+
+    def cu_for_address(self, address: int):
+        if not self._aranges_loaded:
+            self._aranges = self.dwarfinfo.get_aranges()
+            self._aranges_loaded = True
+        if self._aranges is not None and self._aranges.entries:
+            offset = self._aranges.cu_offset_at_addr(address)
+            return None if offset is None else self.cu_at(offset)
+        return self._cu_for_address_by_ranges(address)
+
+    def _cu_for_address_by_ranges(self, address: int):
+        # No .debug_aranges: read each CU's top DIE ranges once.
+        if self._cu_range_index is None:
+            self._cu_range_index = sorted(
+                (lo, hi, off) for off in self.cu_offsets()
+                for lo, hi in self.die_ranges(self.cu_at(off).get_top_DIE()))
+        for lo, hi, off in self._cu_range_index:
+            if lo <= address < hi:
+                return self.cu_at(off)
+        return None
+
+    def info_bytes(self) -> bytes:
+        if self._info_bytes is None:
+            self._info_bytes = self.dwarfinfo.debug_info_sec.stream.getvalue()
+        return self._info_bytes
+
+    # -------------------------------------------------------------- ranges
+
+    def die_ranges(self, die) -> list[tuple[int, int]]:
+        """[low, high) address ranges of a DIE (DW_AT_low_pc/high_pc or
+        DW_AT_ranges, DWARF 5 section 2.17)."""
+        attrs = die.attributes
+        if "DW_AT_ranges" in attrs:
+            return self._range_list(die)
+        if "DW_AT_low_pc" not in attrs:
+            return []
+        low = attrs["DW_AT_low_pc"].value
+        high_attr = attrs.get("DW_AT_high_pc")
+        if high_attr is None:
+            return [(low, low + 1)]
+        high = high_attr.value if high_attr.form in _ADDRESS_FORMS else low + high_attr.value
+        return [(low, high)]
+
+    def _range_list(self, die) -> list[tuple[int, int]]:
+        cu = die.cu
+        attr = die.attributes["DW_AT_ranges"]
+        offset = attr.value
+        if attr.form == "DW_FORM_rnglistx":
+            offset = self._rnglistx_offset(cu, attr.value)
+        entries = self.dwarfinfo.range_lists().get_range_list_at_offset(offset, cu=cu)
+        base = self.cu_base(cu)
+        out = []
+        for entry in entries:
+            if isinstance(entry, BaseAddressEntry):
+                base = entry.base_address
+            elif entry.is_absolute:
+                out.append((entry.begin_offset, entry.end_offset))
+            else:
+                out.append((base + entry.begin_offset, base + entry.end_offset))
+        return [r for r in out if r[0] < r[1]]
+
+    def _rnglistx_offset(self, cu, index: int) -> int:
+        top = cu.get_top_DIE()
+        base = top.attributes["DW_AT_rnglists_base"].value
+        stream = self.dwarfinfo.debug_rnglists_sec.stream
+        stream.seek(base + 4 * index)
+        return base + struct.unpack("<I", stream.read(4))[0]
+
+    def cu_base(self, cu) -> int:
+        """The CU base address for location and range lists."""
+        low = cu.get_top_DIE().attributes.get("DW_AT_low_pc")
+        return low.value if low is not None else 0
+
+    # --------------------------------------------------------------- lines
+
+    def file_map(self, cu_offset: int) -> dict[int, str]:
+        """DWARF file index -> path, from the line-program header only."""
+        if cu_offset not in self._file_maps:
+            self._file_maps[cu_offset] = self._file_map(cu_offset)
+        return self._file_maps[cu_offset]
+
+    def files_by_path(self) -> dict[str, list[int]]:
+        """Every source path named by any CU's line-program header -> the
+        CUs naming it. Reads one header per CU, never a DIE tree."""
+        if self._files_by_path is None:
+            found: dict[str, list[int]] = {}
+            for off in self.cu_offsets():
+                for path in set(self.file_map(off).values()):
+                    found.setdefault(path, []).append(off)
+            self._files_by_path = found
+        return self._files_by_path
+
+    def _file_map(self, cu_offset: int) -> dict[int, str]:
+        cu = self.cu_at(cu_offset)
+        program = self.dwarfinfo.line_program_for_CU(cu)
+        if program is None:
+            return {}
+        top = cu.get_top_DIE()
+        comp_dir = _text(top.attributes["DW_AT_comp_dir"].value) if "DW_AT_comp_dir" in top.attributes else ""
+        header = program.header
+        dirs = [_text(d) for d in header.include_directory]
+        v5 = header.version >= 5
+        if not v5:
+            dirs = [comp_dir] + dirs      # DWARF 4: directory 0 is the CU's comp_dir
+        files = {}
+        for i, entry in enumerate(header.file_entry):
+            index = i if v5 else i + 1    # DWARF 4 file numbers start at 1
+            d = dirs[entry.dir_index] if entry.dir_index < len(dirs) else ""
+            path = os.path.join(comp_dir, d, _text(entry.name))
+            files[index] = os.path.normpath(path)
+        return files
+
+    def line_table(self, cu_offset: int) -> LineTable:
+        if cu_offset not in self._lines:
+            self._lines[cu_offset] = self._decode_lines(cu_offset)
+        return self._lines[cu_offset]
+
+    def _decode_lines(self, cu_offset: int) -> LineTable:
+        program = self.dwarfinfo.line_program_for_CU(self.cu_at(cu_offset))
+        sequences, current = [], []
+        for entry in program.get_entries() if program else ():
+            s = entry.state
+            if s is None:
+                continue
+            current.append(Row(s.address, s.file, s.line, bool(s.is_stmt),
+                               bool(s.prologue_end), bool(s.end_sequence)))
+            if s.end_sequence:
+                sequences.append(current)
+                current = []
+        sequences.sort(key=lambda seq: seq[0].address)
+        rows = tuple(row for seq in sequences for row in seq)
+        # gdb drops line-0 rows, so they are not line boundaries either.
+        addresses = tuple(sorted({r.address for r in rows if r.line or r.end_sequence}))
+        return LineTable(rows, self.file_map(cu_offset), addresses)
+
+    # ----------------------------------------------------------- functions
+
+    def functions(self, cu_offset: int) -> tuple[FunctionEntry, ...]:
+        """Top-level DW_TAG_subprogram DIEs that have code, sorted by start.
+        Only the CU's direct children are read; gcc's DW_AT_sibling lets
+        pyelftools skip each function's subtree."""
+        if cu_offset not in self._functions:
+            top = self.cu_at(cu_offset).get_top_DIE()
+            found = []
+            for die in top.iter_children():
+                if die.tag == "DW_TAG_subprogram":
+                    ranges = tuple(self.die_ranges(die))
+                    if ranges:
+                        found.append(FunctionEntry(die_name(die), ranges, die.offset))
+            found.sort(key=lambda f: f.ranges[0][0])
+            self._functions[cu_offset] = tuple(found)
+        return self._functions[cu_offset]
+
+    def function_at(self, address: int):
+        """(CU, FunctionEntry) whose ranges cover `address`, or None."""
+        cu = self.cu_for_address(address)
+        if cu is None:
+            return None
+        for entry in self.functions(cu.cu_offset):
+            if any(lo <= address < hi for lo, hi in entry.ranges):
+                return cu, entry
+        return None
+
+    def die_at(self, offset: int):
+        return self.cu_containing(offset).get_DIE_from_refaddr(offset)
+
+    # ---------------------------------------------------------- raw search
+
+    def find_bytes(self, needle: bytes, limit: int = 64) -> list[int]:
+        data, hits, pos = self.info_bytes(), [], 0
+        while len(hits) < limit:
+            pos = data.find(needle, pos)
+            if pos < 0:
+                break
+            hits.append(pos)
+            pos += 1
+        return hits
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")

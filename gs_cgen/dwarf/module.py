@@ -1,0 +1,335 @@
+"""The facade the planner codes against: one ModuleDebugInfo per ELF file.
+
+Every lookup starts from the cheapest index that can answer it (symbol
+table, .debug_aranges, line-program headers, raw byte search) and parses
+only the one CU it leads to. See DESIGN.md "Speed".
+"""
+from __future__ import annotations
+
+import functools
+import os
+import struct
+
+from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
+from gs_cgen.dwarf.elf import ElfImage, SymbolKind
+from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr
+from gs_cgen.dwarf.locations import LocationReader
+from gs_cgen.dwarf.model import (FunctionSite, GlobalVariable, LineSite, LoadSegment,
+                                 UnsupportedLocation, VisibleVariable)
+from gs_cgen.dwarf.scopes import ScopeContext, visible_variables
+from gs_cgen.dwarf.sites import (function_probe_address, is_optimized_gcc, line_at, match_files,
+                                 stmt_rows_for)
+from gs_cgen.dwarf.typebuild import TypeBuilder
+from gs_cgen.dwarf.types import CType, PointerType
+from gs_cgen.errors import DebugInfoError, nearest
+
+_TYPE_TAGS = {
+    "struct": ("DW_TAG_structure_type",),
+    "union": ("DW_TAG_union_type",),
+    "enum": ("DW_TAG_enumeration_type",),
+    "class": ("DW_TAG_class_type", "DW_TAG_structure_type"),
+    "": ("DW_TAG_typedef", "DW_TAG_base_type"),
+}
+_SEARCH_LIMIT = 64
+
+
+def open_module(path: str) -> "ModuleDebugInfo":
+    """Open (or reuse) the debug info of the ELF file at `path`."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise DebugInfoError(f"cannot open '{path}': {exc.strerror}") from exc
+    return _open_cached(os.path.realpath(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _open_cached(path: str, mtime_ns: int, size: int) -> "ModuleDebugInfo":
+    # mtime and size are part of the key so a rebuilt binary is re-read.
+    return ModuleDebugInfo(path)
+
+
+class ModuleDebugInfo:
+    def __init__(self, path: str) -> None:
+        self._elf = ElfImage(path)
+        self.path = path
+        self.build_id = self._elf.build_id
+        self.is_pie = self._elf.is_pie
+        self.segments: tuple[LoadSegment, ...] = self._elf.segments
+        info = self._elf.section(".debug_info")
+        self.has_debug_info = info is not None and info.size > 0
+        self._types = TypeBuilder()
+
+    # ------------------------------------------------------------- plumbing
+
+    @functools.cached_property
+    def _dwarf(self) -> DwarfIndex:
+        self.require_debug_info()
+        # Linked executables and shared objects need no relocation of DWARF.
+        return DwarfIndex(self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False))
+
+    @functools.cached_property
+    def _locations(self) -> LocationReader:
+        return LocationReader(self._dwarf.dwarfinfo, self._dwarf.cu_base)
+
+    @functools.cached_property
+    def _frames(self) -> CallFrames:
+        hdr = self._elf.section(".eh_frame_hdr")
+        data = self._elf.section_bytes(".eh_frame_hdr") if hdr else b""
+        return CallFrames(self._dwarf.dwarfinfo, data, hdr.address if hdr else 0)
+
+    @functools.cached_property
+    def _scope_context(self) -> ScopeContext:
+        return ScopeContext(self._dwarf, self._types, self._locations, self._cfa_at, self._decl_file)
+
+    def _cfa_at(self, pc: int):
+        try:
+            rule = self._frames.cfa_at(pc)
+        except CfaUnavailable as exc:
+            return UnsupportedLocation(str(exc))
+        return rule.register, rule.offset
+
+    def _decl_file(self, cu, index: int) -> str | None:
+        return self._dwarf.file_map(cu.cu_offset).get(index)
+
+    # --------------------------------------------------------------- ELF
+
+    def require_debug_info(self) -> None:
+        if not self.has_debug_info:
+            raise DebugInfoError(
+                f"'{self.path}' has no DWARF debug info "
+                "(compile with -g or install the -dbgsym package)")
+
+    def vaddr_to_file_offset(self, vaddr: int) -> int:
+        return self._elf.vaddr_to_file_offset(vaddr)
+
+    def section_of(self, vaddr: int) -> str:
+        return self._elf.section_of(vaddr)
+
+    def function_names(self) -> list[str]:
+        return _base_names(self._elf.symbols.names(SymbolKind.FUNC))
+
+    def global_names(self) -> list[str]:
+        return _base_names(self._elf.symbols.names(SymbolKind.OBJECT))
+
+    # ---------------------------------------------------------- functions
+
+    def find_functions(self, name: str) -> list[FunctionSite]:
+        """Out-of-line instances of function `name` (statics in several
+        CUs and GCC clones such as `name.constprop.0` included)."""
+        self.require_debug_info()
+        found: dict[int, FunctionSite] = {}
+        for sym in self._symbols_named(name, SymbolKind.FUNC):
+            hit = self._dwarf.function_at(sym.address)
+            if hit is not None and hit[1].name == name and hit[1].ranges[0][0] == sym.address:
+                found.setdefault(hit[1].die_offset, self._function_site(*hit))
+        if not found and self._elf.section(".symtab") is None:
+            found = {e.die_offset: self._function_site(cu, e) for cu, e in self._scan_functions(name)}
+        if not found:
+            raise DebugInfoError(f"no function '{name}' in '{self.path}'",
+                                 candidates=nearest(name, self.function_names()))
+        return sorted(found.values(), key=lambda site: site.low_pc)
+
+    def _symbols_named(self, name: str, kind: SymbolKind):
+        # GCC suffixes clones and function-level statics: f.constprop.0, counter.1
+        table = self._elf.symbols
+        return [s for s in table.named(name, kind)] + [
+            s for n in table.by_name if n.startswith(name + ".") for s in table.named(n, kind)]
+
+    def _scan_functions(self, name: str):
+        # Only without .symtab: walks every CU's top-level DIEs.
+        for off in self._dwarf.cu_offsets():
+            for entry in self._dwarf.functions(off):
+                if entry.name == name:
+                    yield self._dwarf.cu_at(off), entry
+
+    def _function_site(self, cu, entry: FunctionEntry) -> FunctionSite:
+        die = self._dwarf.die_at(entry.die_offset)
+        low, high = entry.ranges[0]
+        file_attr = inherited_attr(die, "DW_AT_decl_file")
+        line_attr = inherited_attr(die, "DW_AT_decl_line")
+        return FunctionSite(
+            name=entry.name or "", low_pc=low, high_pc=high,
+            probe_address=self._probe_address(cu, low, high),
+            decl_file=self._decl_file(cu, file_attr.value) if file_attr else None,
+            decl_line=line_attr.value if line_attr else None)
+
+    def _probe_address(self, cu, low: int, high: int) -> int:
+        producer = cu.get_top_DIE().attributes.get("DW_AT_producer")
+        text = producer.value.decode("utf-8", "replace") if producer else None
+        return function_probe_address(self._dwarf.line_table(cu.cu_offset), low, high,
+                                      is_optimized_gcc(text), self._elf.read(low, 16))
+
+    # -------------------------------------------------------------- lines
+
+    def find_lines(self, file: str, line: int) -> list[LineSite]:
+        """Probe sites for `file:line`, one per enclosing function."""
+        self.require_debug_info()
+        target = self._match_one_file(file)
+        cus = self._dwarf.files_by_path()[target]
+        rows = {off: stmt_rows_for(self._dwarf.line_table(off), target) for off in cus}
+        lines = {r.line for rs in rows.values() for r in rs}
+        # gdb: a line without code moves to the next line that has some.
+        chosen = line if line in lines else min((n for n in lines if n > line), default=None)
+        if chosen is None:
+            raise DebugInfoError(f"no code at or after line {line} of '{target}'")
+        sites: list[LineSite] = []
+        for off, rs in rows.items():
+            sites.extend(self._line_sites(off, target, chosen, rs))
+        return sorted(sites, key=lambda s: s.address)
+
+    def _match_one_file(self, file: str) -> str:
+        paths = list(self._dwarf.files_by_path())
+        matches = match_files(file, paths)
+        if not matches:
+            pool = {os.path.basename(p) for p in paths} | set(paths)
+            raise DebugInfoError(f"no source file '{file}' in '{self.path}'",
+                                 candidates=nearest(file, pool))
+        if len(matches) > 1:
+            raise DebugInfoError(f"source file '{file}' is ambiguous in '{self.path}'",
+                                 hints=("give more of the path",), candidates=tuple(sorted(matches)))
+        return matches[0]
+
+    def _line_sites(self, cu_offset: int, path: str, line: int, rows) -> list[LineSite]:
+        functions = self._dwarf.functions(cu_offset)
+        first: dict[int | None, int] = {}
+        for row in rows:
+            if row.line == line:
+                entry = _function_covering(functions, row.address)
+                key = entry.die_offset if entry else None
+                first[key] = min(first.get(key, row.address), row.address)
+        by_offset = {f.die_offset: f for f in functions}
+        cu = self._dwarf.cu_at(cu_offset)
+        sites = []
+        for key, address in first.items():
+            entry = by_offset.get(key)
+            site_line = line
+            if entry is not None and address == entry.ranges[0][0]:
+                # At a function's entry gdb skips the prologue, as for `break f`.
+                probe = self._probe_address(cu, *entry.ranges[0])
+                if probe != address:
+                    address = probe
+                    site_line = line_at(self._dwarf.line_table(cu_offset), probe) or line
+            sites.append(LineSite(path, site_line, address, entry.name if entry else None))
+        return sites
+
+    # ---------------------------------------------------------- variables
+
+    def variables_at(self, pc: int) -> list[VisibleVariable]:
+        """Parameters and locals in scope at `pc`, innermost scope first,
+        each with its location resolved at `pc`."""
+        self.require_debug_info()
+        hit = self._dwarf.function_at(pc)
+        if hit is None:
+            raise DebugInfoError(f"no function with debug info covers address 0x{pc:x}")
+        die = self._dwarf.die_at(hit[1].die_offset)
+        return visible_variables(self._scope_context, die, pc)
+
+    def find_global(self, name: str) -> GlobalVariable | None:
+        """A global, file-scope static or function-level static."""
+        self.require_debug_info()
+        for sym in self._symbols_named(name, SymbolKind.OBJECT):
+            die = self._variable_die_at(sym.address, name)
+            if die is not None:
+                return self._global(die, name, sym.address)
+        return None
+
+    def _variable_die_at(self, address: int, name: str):
+        # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1):
+        # search the raw bytes, then parse only the CU holding the hit.
+        needle = b"\x03" + struct.pack("<Q", address)
+        for pos in self._dwarf.find_bytes(needle, _SEARCH_LIMIT):
+            die = self._die_enclosing(pos)
+            if die is not None and die.tag == "DW_TAG_variable" and die_name(die) == name:
+                return die
+        return None
+
+    def _die_enclosing(self, pos: int):
+        """The DIE whose attribute bytes include .debug_info offset `pos`."""
+        parent = self._dwarf.cu_containing(pos).get_top_DIE()
+        while parent.has_children:
+            last = None
+            for child in parent.iter_children():
+                if child.offset > pos:
+                    break
+                last = child
+            if last is None:
+                return None
+            if pos < last.offset + last.size:
+                return last
+            parent = last
+        return None
+
+    def _global(self, die, name: str, address: int) -> GlobalVariable:
+        typed = die if "DW_AT_type" in die.attributes else die.get_DIE_from_attribute("DW_AT_specification")
+        file_attr = inherited_attr(die, "DW_AT_decl_file")
+        line_attr = inherited_attr(die, "DW_AT_decl_line")
+        return GlobalVariable(
+            name=name, type=self._types.type_of(typed), address=address,
+            section=self.section_of(address),
+            decl_file=self._decl_file(die.cu, file_attr.value) if file_attr else None,
+            decl_line=line_attr.value if line_attr else None)
+
+    # -------------------------------------------------------------- types
+
+    def find_type(self, name: str) -> CType | None:
+        """A named type: `int`, `struct point`, `point_t`, `struct point *`."""
+        self.require_debug_info()
+        stars = len(name) - len(name.rstrip(" *"))
+        base = name.rstrip(" *").strip()
+        keyword, _, rest = base.partition(" ")
+        if keyword in _TYPE_TAGS and rest:
+            tags, bare = _TYPE_TAGS[keyword], rest.strip()
+        else:
+            tags, bare = _TYPE_TAGS[""], base
+        die = self._find_type_die(bare, tags)
+        if die is None:
+            return None
+        ctype = self._types.build(die)
+        for _ in range(name.count("*")):
+            ctype = PointerType(lambda target=ctype: target)
+        return ctype
+
+    def _find_type_die(self, bare: str, tags: tuple[str, ...]):
+        declaration = None
+        for off in self._type_candidate_cus(bare):
+            for die in self._dwarf.cu_at(off).get_top_DIE().iter_children():
+                if die.tag in tags and die_name(die) == bare:
+                    if "DW_AT_declaration" not in die.attributes:
+                        return die
+                    declaration = declaration or die
+        return declaration
+
+    def _type_candidate_cus(self, bare: str):
+        """CUs that may name `bare`: those whose bytes hold a .debug_str
+        offset of the name or the name inline. Falls back to every CU when
+        a search hits its limit."""
+        index = self._dwarf
+        encoded = bare.encode() + b"\0"
+        hits = index.find_bytes(encoded, _SEARCH_LIMIT)
+        strings = index.dwarfinfo.debug_str_sec
+        data = strings.stream.getvalue() if strings else b""
+        pos, str_offsets = data.find(encoded), []
+        while pos >= 0 and len(str_offsets) < 16:
+            str_offsets.append(pos)
+            pos = data.find(encoded, pos + 1)
+        for off in str_offsets:
+            hits += index.find_bytes(struct.pack("<I", off), _SEARCH_LIMIT)
+        seen = []
+        for hit in sorted(hits):
+            cu = index.cu_containing(hit).cu_offset
+            if cu not in seen:
+                seen.append(cu)
+        saturated = len(hits) >= _SEARCH_LIMIT or len(str_offsets) >= 16
+        rest = [off for off in index.cu_offsets() if off not in seen] if saturated else []
+        return seen + rest
+
+
+def _function_covering(functions, address: int) -> FunctionEntry | None:
+    for entry in functions:
+        if any(lo <= address < hi for lo, hi in entry.ranges):
+            return entry
+    return None
+
+
+def _base_names(names: list[str]) -> list[str]:
+    return sorted({n.split(".", 1)[0] for n in names if n and not n.startswith(".")})

@@ -1,0 +1,94 @@
+"""Where probes go: a function's post-prologue address and the addresses of
+a source line, both chosen the way gdb 13 chooses breakpoint addresses so
+that `gs-cgen` and `gdb -ex 'break X'` agree.
+
+gdb's amd64 rule for GCC code (gdb/symtab.c skip_prologue_sal,
+gdb/amd64-tdep.c amd64_skip_prologue):
+  1. a row with the `prologue_end` flag inside the function wins;
+  2. else, for an optimized GCC CU (gdb: "locations valid"), the function's
+     first instruction: location lists describe the entry state exactly;
+  3. else decode `endbr64; push %rbp; mov %rsp,%rbp`; without a frame setup
+     the entry address stays, otherwise continue to the next line-table
+     boundary if that lands mid-row and still inside the function.
+"""
+from __future__ import annotations
+
+import bisect
+import os.path
+import re
+
+from gs_cgen.dwarf.index import LineTable
+
+_ENDBR64 = bytes.fromhex("f30f1efa")
+_PUSH_RBP = 0x55
+_MOV_RSP_RBP = (bytes.fromhex("4889e5"), bytes.fromhex("488bec"))
+_MOVL_ESP_EBP = (bytes.fromhex("89e5"), bytes.fromhex("8bec"))
+_OPT_FLAG = re.compile(r"(?:^|\s)-O(\S*)")
+
+
+def is_optimized_gcc(producer: str | None) -> bool:
+    """gdb trusts GCC >= 4.5 location lists ("locations_valid") when the CU
+    has any; an -O level other than -O0 in DW_AT_producer stands in for
+    that here, since only optimized GCC CUs carry location lists."""
+    if not producer or not producer.startswith("GNU"):
+        return False
+    levels = _OPT_FLAG.findall(producer)
+    return bool(levels) and levels[-1] not in ("0",)
+
+
+def prologue_frame_end(code: bytes) -> int | None:
+    """Bytes of `[endbr64] push %rbp; mov %rsp,%rbp` at the start of
+    `code`, or None for a frameless function (amd64_analyze_prologue)."""
+    pc = 4 if code.startswith(_ENDBR64) else 0
+    if len(code) <= pc or code[pc] != _PUSH_RBP:
+        return None
+    after = code[pc + 1:pc + 4]
+    if after in _MOV_RSP_RBP:
+        return pc + 4
+    if after[:2] in _MOVL_ESP_EBP:
+        return pc + 3
+    return None                       # push without mov: gdb calls it frameless
+
+
+def function_probe_address(table: LineTable, low: int, high: int, optimized: bool,
+                           code: bytes) -> int:
+    marked = next((r.address for r in table.rows
+                   if r.prologue_end and low <= r.address < high and not r.end_sequence), None)
+    if marked is not None:
+        return marked
+    if optimized:
+        return low
+    frame = prologue_frame_end(code)
+    if frame is None:
+        return low
+    pc = low + frame
+    i = bisect.bisect_right(table.addresses, pc)
+    row_start = table.addresses[i - 1] if i > 0 else None
+    if row_start != pc and i < len(table.addresses) and table.addresses[i] < high:
+        return table.addresses[i]     # mid-row: the next line boundary
+    return pc
+
+
+def line_at(table: LineTable, address: int) -> int | None:
+    """The line gdb reports for `address`: the last row there, preferring
+    an is_stmt one (find_pc_sect_line)."""
+    at = [r for r in table.rows if r.address == address and r.line and not r.end_sequence]
+    stmt = [r for r in at if r.is_stmt]
+    chosen = stmt or at
+    return chosen[-1].line if chosen else None
+
+
+def match_files(spec: str, paths: list[str]) -> list[str]:
+    """Paths equal to `spec` or ending in '/spec' (gdb's file matching)."""
+    spec = spec.rstrip("/")
+    if spec.startswith("/"):
+        spec = os.path.normpath(spec)
+        return [p for p in paths if p == spec]
+    return [p for p in paths if p == spec or p.endswith("/" + spec)]
+
+
+def stmt_rows_for(table: LineTable, path: str):
+    """is_stmt rows of `table` that belong to the source file `path`."""
+    indexes = {i for i, p in table.files.items() if p == path}
+    return [r for r in table.rows
+            if r.file in indexes and r.is_stmt and r.line and not r.end_sequence]

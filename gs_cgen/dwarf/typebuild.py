@@ -1,0 +1,173 @@
+"""DIE -> CType. Types are cached by DIE offset (unique within
+.debug_info), pointer targets and struct members are built on first use, so
+building a variable's type never walks more of the CU than it needs."""
+from __future__ import annotations
+
+from gs_cgen.dwarf.types import (ArrayType, BoolType, CType, EnumType, FloatType, FunctionType,
+                                 IntType, PointerType, QualifiedType, StructMember, StructType,
+                                 TypedefType, VoidType, strip)
+
+# DW_ATE_* (DWARF 5 table 7.11)
+_ATE_BOOLEAN = 0x02
+_ATE_FLOATS = (0x03, 0x04, 0x09, 0x0F)     # complex, float, imaginary, decimal
+_ATE_SIGNED = (0x05, 0x06, 0x0D)            # signed, signed_char, signed_fixed
+_ATE_CHARS = (0x06, 0x08, 0x10)             # signed_char, unsigned_char, UTF
+
+_QUALIFIERS = {
+    "DW_TAG_const_type": "const",
+    "DW_TAG_volatile_type": "volatile",
+    "DW_TAG_restrict_type": "restrict",
+    "DW_TAG_atomic_type": "atomic",
+}
+_STRUCT_KINDS = {
+    "DW_TAG_structure_type": "struct",
+    "DW_TAG_union_type": "union",
+    "DW_TAG_class_type": "class",
+}
+
+
+class TypeBuilder:
+    def __init__(self) -> None:
+        self._cache: dict[int, CType] = {}
+
+    def type_of(self, die) -> CType:
+        """The CType named by `die`'s DW_AT_type (void when absent)."""
+        if "DW_AT_type" not in die.attributes:
+            return VoidType()
+        return self.build(die.get_DIE_from_attribute("DW_AT_type"))
+
+    def build(self, die) -> CType:
+        cached = self._cache.get(die.offset)
+        if cached is None:
+            cached = self._build(die)
+            self._cache[die.offset] = cached
+        return cached
+
+    def _build(self, die) -> CType:
+        tag = die.tag
+        if tag == "DW_TAG_base_type":
+            return _base_type(die)
+        if tag == "DW_TAG_pointer_type" or tag in ("DW_TAG_reference_type", "DW_TAG_rvalue_reference_type"):
+            return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8))
+        if tag == "DW_TAG_typedef":
+            return TypedefType(_name(die) or "<typedef>", self.type_of(die))
+        if tag in _QUALIFIERS:
+            return QualifiedType(_QUALIFIERS[tag], self.type_of(die))
+        if tag in _STRUCT_KINDS:
+            return self._struct(die)
+        if tag == "DW_TAG_enumeration_type":
+            return self._enum(die)
+        if tag == "DW_TAG_array_type":
+            return self._array(die)
+        if tag == "DW_TAG_subroutine_type":
+            return FunctionType(_name(die))
+        return VoidType(_name(die) or "void")      # unspecified_type and friends
+
+    def _struct(self, die) -> StructType:
+        declaration = bool(_attr(die, "DW_AT_declaration", False))
+        return StructType(kind=_STRUCT_KINDS[die.tag], name=_name(die),
+                          size=_attr(die, "DW_AT_byte_size", 0),
+                          members_loader=lambda: self._members(die),
+                          is_declaration=declaration)
+
+    def _members(self, die) -> tuple[StructMember, ...]:
+        return tuple(self._member(child) for child in die.iter_children()
+                     if child.tag == "DW_TAG_member")
+
+    def _member(self, die) -> StructMember:
+        ctype = self.type_of(die)
+        offset = _member_offset(die)
+        bit_size = _attr(die, "DW_AT_bit_size", None)
+        if bit_size is None:
+            return StructMember(_name(die), ctype, offset)
+        unit = _attr(die, "DW_AT_byte_size", None) or _storage_size(ctype)
+        if "DW_AT_data_bit_offset" in die.attributes:
+            # DWARF 4+: bits from the start of the struct, LSB first on x86.
+            total = die.attributes["DW_AT_data_bit_offset"].value
+            offset = (total // (8 * unit)) * unit if unit else total // 8
+            if total + bit_size > 8 * (offset + unit):
+                offset = total // 8               # packed: unit straddles; use byte
+            return StructMember(_name(die), ctype, offset, bit_size, total - 8 * offset)
+        # DWARF 2/3 DW_AT_bit_offset counts from the MSB of the storage unit
+        # (DWARF 3 section 5.6.6); convert to LSB-first for little endian.
+        msb_offset = _attr(die, "DW_AT_bit_offset", 0)
+        return StructMember(_name(die), ctype, offset, bit_size, 8 * unit - msb_offset - bit_size)
+
+    def _enum(self, die) -> EnumType:
+        values = tuple((_name(c) or "", c.attributes["DW_AT_const_value"].value)
+                       for c in die.iter_children() if c.tag == "DW_TAG_enumerator")
+        signed = any(v < 0 for _, v in values)
+        if "DW_AT_type" in die.attributes:
+            underlying = self.type_of(die)
+            signed = getattr(strip(underlying), "signed", signed)
+        return EnumType(_name(die), _attr(die, "DW_AT_byte_size", 4), signed, values)
+
+    def _array(self, die) -> CType:
+        counts = [_subrange_count(c) for c in die.iter_children()
+                  if c.tag in ("DW_TAG_subrange_type", "DW_TAG_enumeration_type")]
+        ctype = self.type_of(die)
+        # int m[2][3] is one DIE with two subranges; the last is innermost.
+        for count in reversed(counts or [None]):
+            ctype = ArrayType(ctype, count)
+        return ctype
+
+
+def _base_type(die) -> CType:
+    name = _name(die) or "<base>"
+    size = _attr(die, "DW_AT_byte_size", 0)
+    encoding = _attr(die, "DW_AT_encoding", 0)
+    if encoding == _ATE_BOOLEAN:
+        return BoolType(name, size)
+    if encoding in _ATE_FLOATS:
+        return FloatType(name, size)
+    is_char = encoding in _ATE_CHARS or name in ("char", "signed char", "unsigned char")
+    return IntType(name, size, encoding in _ATE_SIGNED, is_char)
+
+
+def _member_offset(die) -> int:
+    attr = die.attributes.get("DW_AT_data_member_location")
+    if attr is None:
+        return 0                          # union members, DWARF 4+ bitfields
+    if isinstance(attr.value, int):
+        return attr.value
+    # DWARF 2 style: an expression, in practice [DW_OP_plus_uconst N].
+    expr = list(attr.value)
+    if expr and expr[0] == 0x23:
+        return _uleb(expr[1:])
+    return 0
+
+
+def _subrange_count(die) -> int | None:
+    attrs = die.attributes
+    if "DW_AT_count" in attrs and isinstance(attrs["DW_AT_count"].value, int):
+        return attrs["DW_AT_count"].value
+    upper = attrs.get("DW_AT_upper_bound")
+    if upper is not None and isinstance(upper.value, int) and upper.form != "DW_FORM_exprloc" \
+            and not upper.form.startswith("DW_FORM_ref"):
+        lower = _attr(die, "DW_AT_lower_bound", 0)
+        return upper.value - lower + 1
+    return None                           # flexible array member or VLA
+
+
+def _storage_size(ctype: CType) -> int:
+    return getattr(strip(ctype), "size", 0) or 0
+
+
+def _uleb(data: list[int]) -> int:
+    value = shift = 0
+    for byte in data:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            break
+    return value
+
+
+def _name(die) -> str | None:
+    attr = die.attributes.get("DW_AT_name")
+    return attr.value.decode("utf-8", "replace") if attr is not None else None
+
+
+def _attr(die, name: str, default):
+    attr = die.attributes.get(name)
+    return attr.value if attr is not None else default
