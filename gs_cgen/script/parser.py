@@ -1,0 +1,444 @@
+"""Trace script text -> gs_cgen.script.ast.Script.
+
+lark (LALR) builds a parse tree with positions; `_ToAst` turns it into AST
+nodes and validates what the grammar leaves open (integer digits, escapes,
+trace patterns, builtin arity). Every lark error becomes a ScriptError whose
+wording comes from the parser state (see `syntax_error`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import (LarkError, UnexpectedCharacters, UnexpectedInput,
+                             UnexpectedToken, VisitError)
+
+from gs_cgen.errors import ScriptError, nearest
+from gs_cgen.script import ast
+from gs_cgen.script.format import decode_string, int_value, parse_format
+from gs_cgen.source import SourceSpan
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+
+SPECIAL_VARIABLES = ("pid", "tid", "host_pid", "input_pid", "timestamp")
+
+# name -> (fewest, most) arguments, and how the usage reads in errors.
+BUILTINS = {
+    "strncmp": (3, 3, "strncmp(a, b, n)"),
+    "starts_with": (2, 2, "starts_with(a, b)"),
+    "memcmp": (2, 3, "memcmp(a, b, len)"),
+    "hex": (1, 1, 'hex("de ad")'),
+}
+_MAX_INT = 2**64 - 1
+_HEX_BYTES = re.compile(r"[0-9a-fA-F ]*")
+
+_ADDRESS = re.compile(r"0[xX]([0-9a-fA-F]+)")
+_FUNCTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse(text: str) -> ast.Script:
+    """Parse a whole trace script. Raises ScriptError on any syntax error."""
+    try:
+        tree = _lark().parse(text)
+        return _ToAst(text).transform(tree)
+    except VisitError as exc:
+        # lark wraps whatever a transformer callback raises (our ScriptError,
+        # or a bug of ours, which should surface as itself).
+        raise exc.orig_exc from None
+    except UnexpectedInput as exc:
+        raise syntax_error(exc, text) from None
+    except LarkError as exc:  # pragma: no cover - defensive, keeps lark inside
+        raise ScriptError(f"syntax error: {exc}") from None
+
+
+@functools.cache
+def _lark() -> Lark:
+    # Built once: the LALR tables only depend on the grammar file.
+    return Lark(
+        _GRAMMAR.read_text(), parser="lalr", lexer="contextual",
+        propagate_positions=True, maybe_placeholders=True,
+        lexer_callbacks={
+            "UNTERMINATED_STRING": _unterminated_string,
+            "UNTERMINATED_COMMENT": _unterminated_comment,
+        })
+
+
+def _unterminated_string(token: Token) -> None:
+    raise ScriptError("unterminated string literal", _token_span(token),
+                      hints=("close it with '\"' on the same line; write \\n "
+                             "for a newline inside a string",))
+
+
+def _unterminated_comment(token: Token) -> None:
+    span = SourceSpan(token.line, token.column, token.line, token.column + 2)
+    raise ScriptError("unterminated comment: '/*' has no matching '*/'", span)
+
+
+def _token_span(token: Token) -> SourceSpan:
+    return SourceSpan(token.line, token.column, token.end_line,
+                      token.end_column)
+
+
+def _meta_span(meta) -> SourceSpan:
+    return SourceSpan(meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    starts.extend(i + 1 for i, char in enumerate(text) if char == "\n")
+    return starts
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """Parse tree -> AST. One instance per parse: it keeps the text so that
+    `print expr;` and `if` can record their source exactly as written."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self._text = text
+        self._line_starts = _line_starts(text)
+
+    def _source(self, span: SourceSpan) -> str:
+        start = self._line_starts[span.line - 1] + span.column - 1
+        end = self._line_starts[span.end_line - 1] + span.end_column - 1
+        return self._text[start:end]
+
+    # ------------------------------------------------------------ structure
+
+    def start(self, meta, traces):
+        return ast.Script(tuple(traces), self._text)
+
+    def trace_block(self, meta, children):
+        token, body = children
+        return ast.TraceBlock(trace_pattern(str(token), _token_span(token)),
+                              str(token), body, _meta_span(meta),
+                              _token_span(token))
+
+    def block(self, meta, statements):
+        return tuple(statements)
+
+    # ----------------------------------------------------------- statements
+
+    def print_stmt(self, meta, args):
+        span, first = _meta_span(meta), args[0]
+        first_text = self._source(first.span)
+        if isinstance(first, ast.StringLiteral) and first_text.startswith('"'):
+            return ast.PrintFormat(parse_format(first_text, first.span),
+                                   tuple(args[1:]), span)
+        if len(args) > 1:
+            raise ScriptError(
+                "print with several values needs a format string first",
+                first.span, hints=('write: print "{} {}", a, b;',))
+        return ast.PrintExpr(first, first_text, span)
+
+    def let_stmt(self, meta, children):
+        name, value = children
+        return ast.Let(str(name), value, _meta_span(meta))
+
+    def if_stmt(self, meta, children):
+        condition, then_body, else_body = children
+        return ast.If(condition, self._source(condition.span), then_body,
+                      else_body or (), _meta_span(meta))
+
+    def else_clause(self, meta, children):
+        (body,) = children
+        return (body,) if isinstance(body, ast.If) else body
+
+    def bt_stmt(self, meta, children):
+        return ast.Backtrace(_meta_span(meta))
+
+    def assign_stmt(self, meta, children):
+        # GhostScope's wording (docs/scripting.md, "Scoping & Shadowing").
+        raise ScriptError(
+            "Assignment is not supported: variables are immutable. "
+            "Use 'let a = ...' to bind once.", _meta_span(meta))
+
+    def expr_stmt(self, meta, children):
+        text = self._source(children[0].span)
+        raise ScriptError("an expression on its own is not a statement",
+                          _meta_span(meta),
+                          hints=(f"to show its value, write: print {text};",))
+
+    # ---------------------------------------------------------- expressions
+
+    def binary(self, meta, children):
+        left, op, right = children
+        return ast.Binary(ast.BinaryOp(op.value), left, right,
+                          _meta_span(meta))
+
+    def unary(self, meta, children):
+        op, operand = children
+        return ast.Unary(ast.UnaryOp(op.value), operand, _meta_span(meta))
+
+    def member(self, meta, children):
+        base, field = children
+        return ast.Member(base, str(field), _meta_span(meta))
+
+    def index(self, meta, children):
+        base, index = children
+        return ast.Index(base, index, _meta_span(meta))
+
+    def paren(self, meta, children):
+        # The span grows to cover the parentheses so that source slices
+        # (print text, if conditions) read as written.
+        return dataclasses.replace(children[0], span=_meta_span(meta))
+
+    def name(self, meta, children):
+        return ast.Name(str(children[0]), _meta_span(meta))
+
+    def int_lit(self, meta, children):
+        return ast.IntLiteral(integer(str(children[0]), _meta_span(meta)),
+                              _meta_span(meta))
+
+    def string_lit(self, meta, children):
+        span = _meta_span(meta)
+        return ast.StringLiteral(decode_string(str(children[0]), span), span)
+
+    def special(self, meta, children):
+        return special_variable(str(children[0]), _meta_span(meta))
+
+    def true_lit(self, meta, children):
+        return ast.BoolLiteral(True, _meta_span(meta))
+
+    def false_lit(self, meta, children):
+        return ast.BoolLiteral(False, _meta_span(meta))
+
+    def cast(self, meta, children):
+        operand, type_token = children
+        type_span = _token_span(type_token)
+        type_name = decode_string(str(type_token), type_span).decode().strip()
+        if not type_name:
+            raise ScriptError("cast needs a type name, e.g. cast(p, \"int *\")",
+                              type_span)
+        return ast.Cast(operand, type_name, _meta_span(meta))
+
+    def call(self, meta, children):
+        name, args = children[0], tuple(a for a in children[1:] if a is not None)
+        call = ast.Call(str(name), args, _meta_span(meta))
+        check_builtin_call(call, _token_span(name))
+        return call
+
+
+# ------------------------------------------------------ token validation
+
+def trace_pattern(text: str, span: SourceSpan) -> ast.TracePattern:
+    """Classify the text after `trace`: function, FILE:LINE, 0xADDR or
+    MODULE:0xADDR."""
+    if _FUNCTION.fullmatch(text):
+        return ast.FunctionPattern(text)
+    if address := _ADDRESS.fullmatch(text):
+        return ast.AddressPattern(int(address.group(1), 16))
+    where, colon, after = text.rpartition(":")
+    if text[:2].lower() == "0x":
+        raise ScriptError(f"invalid address '{text}' in trace pattern", span,
+                          hints=("write the address as 0x followed by hex "
+                                 "digits, e.g. 0x401234",))
+    if not colon:
+        raise ScriptError(
+            f"trace pattern '{text}' names a file but no line", span,
+            hints=(f"write '{text}:LINE', a function name or 0xADDR",))
+    if address := _ADDRESS.fullmatch(after):
+        return ast.AddressPattern(int(address.group(1), 16), module=where)
+    if after.isdigit() and int(after) > 0:
+        return ast.LinePattern(where, int(after))
+    raise ScriptError(
+        f"invalid trace pattern '{text}': expected a line number or 0xADDR "
+        "after ':'", span,
+        hints=("patterns are FUNCTION, FILE:LINE, 0xADDR or MODULE:0xADDR",))
+
+
+def integer(text: str, span: SourceSpan) -> int:
+    """Value of an integer literal token (range: unsigned 64-bit)."""
+    try:
+        value = int_value(text)
+    except ValueError as exc:
+        raise ScriptError(str(exc), span) from None
+    if value > _MAX_INT:
+        raise ScriptError(f"integer literal '{text}' does not fit in 64 bits",
+                          span)
+    return value
+
+
+def special_variable(text: str, span: SourceSpan) -> ast.SpecialVar:
+    """`$pid` etc.; anything else lists the valid names."""
+    ident = text[1:]
+    if ident in SPECIAL_VARIABLES:
+        return ast.SpecialVar(ident, span)
+    valid = tuple("$" + name for name in SPECIAL_VARIABLES)
+    raise ScriptError(f"unknown special variable '{text}'", span,
+                      hints=("special variables are " + ", ".join(valid),),
+                      candidates=nearest(text, valid))
+
+
+def check_builtin_call(call: ast.Call, name_span: SourceSpan) -> None:
+    """Arity and literal-argument rules GhostScope enforces at parse time."""
+    if call.function not in BUILTINS:
+        raise ScriptError(
+            f"unknown function '{call.function}'", name_span,
+            hints=("builtins are " + ", ".join(u for _, _, u in
+                                               BUILTINS.values()),),
+            candidates=nearest(call.function, BUILTINS))
+    fewest, most, usage = BUILTINS[call.function]
+    if not fewest <= len(call.args) <= most:
+        wanted = str(fewest) if fewest == most else f"{fewest} or {most}"
+        raise ScriptError(f"{call.function} takes {wanted} arguments, "
+                          f"got {len(call.args)}", call.span,
+                          hints=(f"usage: {usage}",))
+    if call.function == "hex":
+        _check_hex(call.args[0])
+    if call.function == "memcmp" and len(call.args) == 2 and not any(
+            isinstance(a, ast.Call) and a.function == "hex" for a in call.args):
+        raise ScriptError("memcmp needs a length unless one side is hex(...)",
+                          call.span, hints=("usage: memcmp(a, b, len)",))
+
+
+def _check_hex(arg: ast.Expr) -> None:
+    # GhostScope: hex digits and spaces only, an even number of digits.
+    if not isinstance(arg, ast.StringLiteral):
+        raise ScriptError('hex takes a string literal, e.g. hex("de ad")',
+                          arg.span)
+    text = arg.value.decode("latin-1")
+    if not _HEX_BYTES.fullmatch(text):
+        raise ScriptError("hex string may contain only hex digits and spaces",
+                          arg.span)
+    if len(text.replace(" ", "")) % 2:
+        raise ScriptError("hex string needs an even number of digits "
+                          "(two per byte)", arg.span)
+
+
+# ------------------------------------------------------------ syntax errors
+# Built from lark's parser state: the terminals the LALR parser accepts at
+# the error (see `_accepted_at`), never from scanning the text. Groups of
+# terminals are named the way a user thinks of them ("an expression",
+# "an operator", "a statement").
+
+_REGEX_TERMINALS = {
+    "NAME": "a name", "INT": "an integer", "STRING": "a string",
+    "SPECIAL": "a special variable such as $pid", "$END": "end of input",
+    "PATTERN": "a trace pattern (FUNCTION, FILE:LINE, 0xADDR or "
+               "MODULE:0xADDR)",
+}
+_STATEMENT_STARTS = {"print", "let", "if", "bt", "backtrace"}
+_OPERAND_STARTS = {"NAME", "INT", "STRING", "SPECIAL", "true", "false",
+                   "cast", "(", "-", "!", "~", "*", "&"}
+# Binary operators plus the postfix ones (`.`, `[`, call `(`).
+_OPERATORS = {"||", "&&", "|", "^", "&", "==", "!=", "<", "<=", ">", ">=",
+              "<<", ">>", "+", "-", "*", "/", "%", ".", "[", "("}
+_LISTING_ORDER = (";", ",", ")", "]", "{", "}", "=", "else", "trace")
+
+
+def syntax_error(exc: UnexpectedInput, text: str) -> ScriptError:
+    """Turn a lark parse/lex error into a ScriptError at the offending spot."""
+    if isinstance(exc, UnexpectedToken):
+        offset = None if exc.token.type == "$END" else exc.token.start_pos
+        expected = (_accepted_at(text, offset) or set(exc.accepts)
+                    or set(exc.expected))
+        found, span = _describe_token(exc.token, text)
+    elif isinstance(exc, UnexpectedCharacters):
+        expected = _accepted_at(text, None) or set(exc.allowed or ())
+        found = f"'{exc.char}'"
+        span = SourceSpan(exc.line, exc.column, exc.line, exc.column + 1)
+    else:  # UnexpectedEOF (only from non-LALR parsers, kept for safety)
+        expected = set(getattr(exc, "expected", ()))
+        found, span = "end of input", _end_span(text)
+    message = f"expected {describe_expected(expected)}, found {found}"
+    hints, words = (), {_spelling(name) for name in expected}
+    if "trace" in words and "print" not in words:
+        hints = ("statements go inside a block: trace <pattern> { ... }",)
+    elif found == "'='":
+        hints = ("to compare, write '=='; script variables are bound once "
+                 "with 'let'",)
+    return ScriptError(message, span, hints=hints)
+
+
+def _accepted_at(text: str, offset: int | None) -> set[str]:
+    """Terminals the parser accepts just before source offset `offset`
+    (None: where the lexer gave up, or at end of input).
+
+    The error's own sets are too wide: UnexpectedCharacters carries the
+    lexer state's terminals and UnexpectedToken is raised after the LALR
+    parser already reduced on the bad lookahead. Replaying the tokens up to
+    the error and asking the interactive parser gives the exact set.
+    """
+    interactive = _lark().parse_interactive(text)
+    try:
+        for token in interactive.iter_parse():
+            if offset is not None and token.start_pos >= offset:
+                break
+    except UnexpectedInput:
+        pass
+    except (LarkError, ScriptError):
+        return set()
+    return set(interactive.accepts())
+
+
+def describe_expected(names: set[str]) -> str:
+    """`{'SEMICOLON', 'PLUS', ...}` -> "';' or an operator after expression"."""
+    words = {_spelling(name) for name in names} - {None}
+    groups, suffix = [], ""
+    if words & _STATEMENT_STARTS:
+        groups.append("a statement")
+        words -= _STATEMENT_STARTS | _OPERAND_STARTS
+    elif "NAME" in words and "INT" in words:
+        groups.append("an expression")
+        words -= _OPERAND_STARTS
+    elif words & (_OPERATORS - {"(", "."}):
+        # We sit right after a complete operand; '=' would only lead to the
+        # "assignment is not supported" error, so do not suggest it.
+        words -= _OPERATORS | {"="}
+        groups.append("an operator")
+        suffix = " after expression"
+    listed = [_quote(word) for word in sorted(words, key=_listing_key)]
+    # "a statement or '}'" but "';' or an operator after expression".
+    phrases = groups + listed if suffix == "" else listed + groups
+    return _join_or(phrases) + suffix if phrases else "something else"
+
+
+@functools.cache
+def _terminal_spellings() -> dict[str, str]:
+    return {t.name: t.pattern.value for t in _lark().terminals
+            if t.pattern.type == "str"}
+
+
+def _spelling(name: str) -> str | None:
+    if name in _REGEX_TERMINALS:
+        return name
+    return _terminal_spellings().get(name)  # None: an ignored terminal
+
+
+def _listing_key(word: str) -> tuple[int, str]:
+    if word in _LISTING_ORDER:
+        return (_LISTING_ORDER.index(word), word)
+    return (len(_LISTING_ORDER), word)
+
+
+def _quote(word: str) -> str:
+    return _REGEX_TERMINALS.get(word) or f"'{word}'"
+
+
+def _join_or(phrases: list[str]) -> str:
+    if len(phrases) == 1:
+        return phrases[0]
+    return ", ".join(phrases[:-1]) + " or " + phrases[-1]
+
+
+def _describe_token(token: Token, text: str) -> tuple[str, SourceSpan]:
+    if token.type == "$END":
+        return "end of input", _end_span(text)
+    span = _token_span(token)
+    if token.type == "STRING":
+        return f"string {token.value}", span
+    return f"'{token.value}'", span
+
+
+def _end_span(text: str) -> SourceSpan:
+    # Just after the last non-blank character, so the caret sits on a
+    # visible line instead of past the final newline.
+    body = text.rstrip()
+    line = body.count("\n") + 1
+    column = len(body) - (body.rfind("\n") + 1) + 1
+    return SourceSpan(line, column, line, column + 1)
