@@ -23,6 +23,9 @@ _PT_REGS_FIELD = {"rax": "ax", "rdx": "dx", "rcx": "cx", "rbx": "bx", "rsi": "si
                   "rdi": "di", "rbp": "bp", "rsp": "sp", "rip": "ip",
                   **{f"r{n}": f"r{n}" for n in range(8, 16)}}
 _SPECIAL_SIZE = 8
+# Each slot: status byte, padding, the address a memory read used (so a
+# failure can name it), then the data.
+_SLOT_HEADER_SIZE = 16
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,7 @@ class _ProbeBuilder:
     def _slot(self, expr: ast.Expr, text: str) -> int:
         source, ctype, size = self._value(expr)
         offset = self.next_offset
-        data_offset = _align(offset + 1, 8)
+        data_offset = offset + _SLOT_HEADER_SIZE
         slot = ValueSlot(len(self.slots), offset, data_offset, size, source, ctype,
                          text, expr.span)
         self.slots.append(slot)

@@ -130,7 +130,7 @@ class TraceSession:
 
     def lost_events(self) -> int:
         table = self.bpf[abi().map_names["GS_MAP_LOST"]]
-        return sum(int(v.value) for v in table[0])
+        return sum(int(getattr(v, "value", v)) for v in table[0])
 
     # ------------------------------------------------------------ events
     def open_events(self, on_event, on_lost) -> None:

@@ -11,6 +11,7 @@ from gs_cgen.plan.model import PidNamespace
 
 # PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace.
 _INIT_PID_NS_INO = 0xEFFFFFFC
+_PAGE = 4096
 
 
 @dataclass(frozen=True)
@@ -75,34 +76,22 @@ def parse_maps(text: str) -> list[Mapping]:
 def module_offsets(target: ProcessTarget, path: str,
                    segments: tuple[LoadSegment, ...]) -> SectionOffsets | None:
     """Where the module at `path` was loaded in `target`, or None if it is
-    not mapped there (yet)."""
-    real = os.path.realpath(path)
-    maps = [m for m in target.mappings if m.path in (path, real)]
-    by_class = {}
-    for seg in segments:
-        bias = _segment_bias(seg, maps)
-        if bias is None:
-            continue
-        if seg.executable:
-            by_class.setdefault("text", bias)
-        elif seg.writable:
-            by_class.setdefault("data", bias)
-        else:
-            by_class.setdefault("rodata", bias)
-    if not by_class:
+    not mapped there (yet).
+
+    The kernel and ld.so load all PT_LOADs of one ELF with a single bias, so
+    it is read off the first segment's mapping: later file pages can be
+    mapped twice (RELRO splits the data segment), the first one cannot."""
+    if not segments:
         return None
-    anyone = next(iter(by_class.values()))
-    data = by_class.get("data", anyone)
-    return SectionOffsets(by_class.get("text", anyone), by_class.get("rodata", anyone),
-                          data, data)
-
-
-def _segment_bias(seg: LoadSegment, maps: list[Mapping]) -> int | None:
-    for m in maps:
-        if m.offset <= seg.offset < m.offset + (m.end - m.start):
-            # run-time address of file offset seg.offset, minus its link-time address
-            return m.start + (seg.offset - m.offset) - seg.vaddr
-    return None
+    real = os.path.realpath(path)
+    first = min(segments, key=lambda seg: seg.vaddr)
+    page_offset = first.offset & ~(_PAGE - 1)
+    starts = [m.start for m in target.mappings
+              if m.path in (path, real) and m.offset == page_offset]
+    if not starts:
+        return None
+    bias = min(starts) - (first.vaddr & ~(_PAGE - 1))
+    return SectionOffsets(bias, bias, bias, bias)
 
 
 def tracer_pid_namespace() -> PidNamespace:

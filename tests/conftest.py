@@ -1,0 +1,3 @@
+def pytest_addoption(parser):
+    parser.addoption("--update-goldens", action="store_true",
+                     help="rewrite tests/golden/emit/*.c from the current emitter")

@@ -1,0 +1,74 @@
+"""A FakeDebugInfo in the spirit of drgn's mock_program: planning and
+emitting tests run without ELF files."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gs_cgen.dwarf.model import (FunctionSite, GlobalVariable, LineSite, LoadSegment,
+                                 VisibleVariable)
+from gs_cgen.errors import DebugInfoError, nearest
+
+INT = None  # filled below to avoid import cycles in type hints
+
+from gs_cgen.dwarf.types import BoolType, EnumType, IntType  # noqa: E402
+
+INT = IntType("int", 4, True)
+UINT = IntType("unsigned int", 4, False)
+LONG = IntType("long", 8, True)
+CHAR = IntType("char", 1, True, is_char=True)
+BOOL = BoolType("_Bool", 1)
+COLOR = EnumType("color", 4, False, (("RED", 0), ("GREEN", 5), ("BLUE", 6)))
+
+
+@dataclass
+class FakeModule:
+    path: str = "/opt/app/bin/server"
+    build_id: str | None = "00112233445566778899aabbccddeeff00112233"
+    functions: dict[str, list[FunctionSite]] = field(default_factory=dict)
+    lines: dict[tuple[str, int], list[LineSite]] = field(default_factory=dict)
+    variables: dict[int, list[VisibleVariable]] = field(default_factory=dict)
+    globals: dict[str, GlobalVariable] = field(default_factory=dict)
+    segments: tuple[LoadSegment, ...] = (
+        LoadSegment(0x0, 0x1000, 0x0, 0x1000, False, False),
+        LoadSegment(0x1000, 0x2000, 0x1000, 0x2000, True, False),
+        LoadSegment(0x3df0, 0x300, 0x2df0, 0x280, False, True),
+    )
+    is_pie: bool = True
+    has_debug_info: bool = True
+
+    def require_debug_info(self) -> None:
+        if not self.has_debug_info:
+            raise DebugInfoError(f"{self.path} has no DWARF debug info")
+
+    def vaddr_to_file_offset(self, vaddr: int) -> int:
+        for seg in self.segments:
+            if seg.vaddr <= vaddr < seg.vaddr + seg.memsz:
+                return vaddr - seg.vaddr + seg.offset
+        raise DebugInfoError(f"0x{vaddr:x} is not in a loadable segment")
+
+    def section_of(self, vaddr: int) -> str:
+        return "data" if vaddr >= 0x3df0 else "text"
+
+    def find_functions(self, name: str) -> list[FunctionSite]:
+        if name not in self.functions:
+            raise DebugInfoError(f"no function '{name}' in {self.path}",
+                                 candidates=nearest(name, self.functions))
+        return self.functions[name]
+
+    def find_lines(self, file: str, line: int) -> list[LineSite]:
+        for (f, l), sites in self.lines.items():
+            if f.endswith(file) and l == line:
+                return sites
+        raise DebugInfoError(f"no code at {file}:{line}")
+
+    def variables_at(self, pc: int) -> list[VisibleVariable]:
+        return self.variables.get(pc, [])
+
+    def find_global(self, name: str) -> GlobalVariable | None:
+        return self.globals.get(name)
+
+    def global_names(self) -> list[str]:
+        return list(self.globals)
+
+    def function_names(self) -> list[str]:
+        return list(self.functions)

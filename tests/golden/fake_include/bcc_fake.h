@@ -1,0 +1,27 @@
+/* Stand-ins for the kernel and BCC declarations generated C uses, so that
+ * `gcc -E` + pycparser can parse golden programs (pycparser's fake-libc
+ * approach). Layout-free: only names and signatures matter here. */
+#ifndef BCC_FAKE_H
+#define BCC_FAKE_H
+typedef unsigned char __u8; typedef signed char __s8;
+typedef unsigned short __u16; typedef short __s16;
+typedef unsigned int __u32; typedef int __s32;
+typedef unsigned long long __u64; typedef long long __s64;
+typedef __u8 u8; typedef __u32 u32; typedef __u64 u64;
+struct pt_regs { unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8,
+                 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss; };
+struct bpf_pidns_info { __u32 pid; __u32 tgid; };
+long bpf_probe_read_user(void *dst, __u32 size, const void *src);
+long bpf_probe_read_user_str(void *dst, __u32 size, const void *src);
+__u64 bpf_get_current_pid_tgid(void);
+__u64 bpf_ktime_get_ns(void);
+long bpf_get_ns_current_pid_tgid(__u64 dev, __u64 ino, struct bpf_pidns_info *info, __u32 size);
+void *__builtin_memcpy(void *dst, const void *src, unsigned long n);
+void *__builtin_memset(void *dst, int c, unsigned long n);
+#define __always_inline inline
+#define __builtin_offsetof(type, member) offsetof(type, member)
+#define BPF_RINGBUF_OUTPUT(name, pages) struct { long (*ringbuf_output)(void *, __u64, __u64); } name
+#define BPF_PERF_OUTPUT(name) struct { long (*perf_submit)(void *, void *, __u64); } name
+#define BPF_PERCPU_ARRAY(name, leaf, n) struct { leaf *(*lookup)(void *); } name
+#define BPF_HASH(name, key, leaf, n) struct { leaf *(*lookup)(void *); } name
+#endif

@@ -1,0 +1,1 @@
+#include "../../bcc_fake.h"
