@@ -1,0 +1,78 @@
+"""Decoding event bytes and rendering them, without BPF."""
+from __future__ import annotations
+
+import json
+import struct
+
+from gs_cgen.abi import abi
+from gs_cgen.plan.build import PlanOptions, build_plan
+from gs_cgen.plan.model import PidNamespace
+from gs_cgen.render.decode import decode
+from gs_cgen.render.lines import render_json, render_lines
+from gs_cgen.script.parser import parse
+from tests.unit.emit.test_golden import server_module
+
+STATUS = abi().constants
+
+
+def probe_for(text: str):
+    return build_plan(parse(text), server_module(),
+                      PlanOptions("t.gs", PidNamespace(False), input_pid=9)).probes[0]
+
+
+def event_bytes(probe, values: dict[int, tuple[int, bytes, int]]) -> bytes:
+    """values: slot -> (status, data, failing address)."""
+    raw = bytearray(probe.event_size)
+    raw[:40] = abi().structs["gs_event_hdr"].pack(timestamp_ns=123, probe_id=0, pid=50,
+                                                  tid=51, host_pid=50, host_tid=51)
+    for index, (status, data, address) in values.items():
+        slot = probe.slots[index]
+        raw[slot.offset] = status
+        struct.pack_into("<Q", raw, slot.offset + 8, address)
+        raw[slot.data_offset:slot.data_offset + len(data)] = data
+    return bytes(raw)
+
+
+def test_integers_signs_and_errors():
+    probe = probe_for('trace handle { print "{} {} {}", fd, size, g_count; print ok; }')
+    raw = event_bytes(probe, {
+        0: (STATUS["GS_STATUS_OK"], struct.pack("<i", -3), 0),
+        1: (STATUS["GS_STATUS_OK"], struct.pack("<q", 2**40), 0),
+        2: (STATUS["GS_STATUS_READ_ERROR"], b"\0" * 4, 0x5000)})
+    assert render_lines(decode(raw, probe), probe) == [
+        f"-3 {2**40} <error: read failed at 0x5000>", "ok = <OPTIMIZED_OUT>"]
+
+
+def test_offsets_unavailable_and_null():
+    probe = probe_for("trace handle { print g_count; print fd; }")
+    raw = event_bytes(probe, {0: (STATUS["GS_STATUS_OFFSETS_UNAVAILABLE"], b"", 0),
+                              1: (STATUS["GS_STATUS_NULL_DEREF"], b"", 0)})
+    assert render_lines(decode(raw, probe), probe) == [
+        "g_count = <error: offsets unavailable>", "fd = <error: null pointer dereference>"]
+
+
+def test_enum_known_and_unknown_values():
+    probe = probe_for("trace handle { print g_color; print g_color; }")
+    raw = event_bytes(probe, {0: (0, struct.pack("<I", 5), 0), 1: (0, struct.pack("<I", 7), 0)})
+    assert render_lines(decode(raw, probe), probe) == ["g_color = color::GREEN",
+                                                       "g_color = color::<7>"]
+
+
+def test_hex_is_twos_complement_at_type_width():
+    probe = probe_for('trace handle { print "{:x} {:X} {:p}", fd, fd, size; }')
+    raw = event_bytes(probe, {0: (0, struct.pack("<i", -1), 0), 1: (0, struct.pack("<i", 171), 0),
+                              2: (0, struct.pack("<q", 4096), 0)})
+    assert render_lines(decode(raw, probe), probe) == ["ffffffff AB 0x1000"]
+
+
+def test_json_event():
+    probe = probe_for('trace handle { print "fd={}", fd; print g_count; }')
+    raw = event_bytes(probe, {0: (0, struct.pack("<i", 4), 0),
+                              1: (STATUS["GS_STATUS_READ_ERROR"], b"", 0x10)})
+    assert json.loads(render_json(decode(raw, probe), probe)) == {
+        "trace": "handle", "pid": 50, "tid": 51, "timestamp_ns": 123,
+        "lines": ["fd=4", "g_count = <error: read failed at 0x10>"],
+        "values": [
+            {"expr": "fd", "type": "int", "value": 4, "status": "ok"},
+            {"expr": "g_count", "type": "int", "value": None, "status": "read_error",
+             "error": "<error: read failed at 0x10>"}]}

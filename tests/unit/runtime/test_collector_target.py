@@ -1,0 +1,65 @@
+"""Loss accounting and /proc parsing, without BPF."""
+from __future__ import annotations
+
+from gs_cgen.dwarf.model import LoadSegment
+from gs_cgen.runtime.collector import LossTracker, collect
+from gs_cgen.runtime.target import ProcessTarget, module_offsets, parse_maps
+
+
+class FakeSession:
+    def __init__(self, lost_sequence):
+        self.lost_sequence = list(lost_sequence)
+        self.lost = 0
+        self.polls = 0
+
+    def open_events(self, on_event, on_lost):
+        self.on_event, self.on_lost = on_event, on_lost
+
+    def poll(self, timeout_ms):
+        self.polls += 1
+        self.on_event(b"x")
+        if self.lost_sequence:
+            self.lost = self.lost_sequence.pop(0)
+
+    def lost_events(self):
+        return self.lost
+
+
+def test_losses_are_reported_at_exit_never_silently():
+    session, reports, events = FakeSession([0, 3, 7]), [], []
+    tracker = collect(session, events.append, lambda: session.polls >= 3, reports.append)
+    assert tracker.total == 7 and sum(reports) == 7 and events
+
+
+def test_loss_tracker_rate_limits_reports():
+    tracker = LossTracker(last_report=100.0)
+    tracker.kernel_lost = 5
+    assert tracker.unreported(100.5) == 0          # not due yet
+    assert tracker.unreported(103.0) == 5
+    tracker.reader_lost = 2
+    assert tracker.unreported(103.1, force=True) == 2
+
+
+MAPS = """\
+55cc256d7000-55cc256d8000 r--p 00000000 fe:00 2146922   /tmp/lb
+55cc256d8000-55cc256d9000 r-xp 00001000 fe:00 2146922   /tmp/lb
+55cc256d9000-55cc256da000 r--p 00002000 fe:00 2146922   /tmp/lb
+55cc256da000-55cc256db000 r--p 00002000 fe:00 2146922   /tmp/lb
+55cc256db000-55cc256dc000 rw-p 00003000 fe:00 2146922   /tmp/lb
+7ffd1000-7ffd2000 rw-p 00000000 00:00 0                 [stack]
+"""
+SEGMENTS = (LoadSegment(0, 1728, 0, 1728, False, False),
+            LoadSegment(0x1000, 769, 0x1000, 769, True, False),
+            LoadSegment(0x2000, 352, 0x2000, 352, False, False),
+            LoadSegment(0x3DD0, 680, 0x2DD0, 656, False, True))
+
+
+def test_load_bias_ignores_the_relro_double_mapping():
+    target = ProcessTarget(1, "/tmp/lb", tuple(parse_maps(MAPS)))
+    offsets = module_offsets(target, "/tmp/lb", SEGMENTS)
+    assert offsets.data == offsets.text == 0x55CC256D7000
+
+
+def test_unmapped_module_has_no_offsets():
+    target = ProcessTarget(1, "/tmp/lb", tuple(parse_maps(MAPS)))
+    assert module_offsets(target, "/usr/lib/other.so", SEGMENTS) is None
