@@ -7,6 +7,8 @@ libpython3.11): open_module, find_functions, variables_at at the probe PC.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import sysconfig
 import time
@@ -18,7 +20,13 @@ from gs_cgen.dwarf.model import describe_location  # noqa: E402
 
 
 def default_library() -> str:
+    # The `python3.11` on PATH is the yardstick build (DESIGN.md "Speed");
+    # this interpreter's own libpython may be stripped.
     libdir = sysconfig.get_config_var("LIBDIR") or "/usr/lib"
+    if shutil.which("python3.11"):
+        out = subprocess.run(["python3.11", "-c", "import sysconfig;print(sysconfig.get_config_var('LIBDIR'))"],
+                             capture_output=True, text=True)
+        libdir = out.stdout.strip() or libdir
     return os.path.join(libdir, "libpython3.11.so.1.0")
 
 

@@ -1,0 +1,127 @@
+"""Variables visible at a PC and their locations, checked against gdb's
+`info scope`."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gs_cgen.dwarf import open_module
+from gs_cgen.dwarf.model import (DWARF_REGISTER_NAMES, AtAddress, AtRegisterOffset, ImplicitValue,
+                                 InRegister, OptimizedOut, UnsupportedLocation, VariableKind)
+from gs_cgen.dwarf.types import IntType, PointerType, strip
+
+RBP, RSP = 6, 7
+# After `push %rbp; mov %rsp,%rbp` the CFA is rbp+16 (return address and
+# saved rbp), so `DW_OP_fbreg N` with frame base DW_OP_call_frame_cfa is
+# [rbp + 16 + N] at every post-prologue PC of an -O0 function.
+O0_CFA_OFFSET = 16
+
+_SYMBOL = re.compile(r"^Symbol (\w+) is (.*?)(?=^Symbol |\Z)", re.S | re.M)
+_RANGE = re.compile(r"Range (0x[0-9a-f]+)-(0x[0-9a-f]+): (a variable in \$(\w+)|the constant (-?\d+)"
+                    r"|a complex DWARF expression:\s+0: (DW_OP_\w+))")
+
+
+def _scope(gdb_text, binary: str, where: str) -> dict[str, str]:
+    return dict(_SYMBOL.findall(gdb_text(binary, f"info scope {where}")))
+
+
+def _by_name(variables):
+    return {v.name: v for v in variables}
+
+
+@pytest.mark.parametrize("build", ("O0", "O0-dwarf4"))
+@pytest.mark.parametrize("function", ("add", "scale", "sum_array", "move_point", "main"))
+def test_frame_offsets_match_gdb_info_scope(binaries, gdb_text, build, function):
+    module = open_module(binaries[build])
+    (site,) = module.find_functions(function)
+    found = _by_name(module.variables_at(site.probe_address))
+    for name, text in _scope(gdb_text, binaries[build], function).items():
+        fbreg = re.search(r"DW_OP_fbreg (-?\d+)", text)
+        static = re.search(r"static storage at address (0x[0-9a-f]+)", text)
+        if fbreg:
+            assert found[name].location == AtRegisterOffset(RBP, O0_CFA_OFFSET + int(fbreg.group(1))), name
+        elif static:
+            assert found[name].location == AtAddress(int(static.group(1), 16)), name
+
+
+def test_innermost_scope_first_in_gdb_order(binaries, gdb_text):
+    module = open_module(binaries["O0"])
+    (site,) = module.find_lines("dwarf_basic.c", 58)        # inside scale's inner block
+    names = [v.name for v in module.variables_at(site.address)]
+    assert names == list(_scope(gdb_text, binaries["O0"], "dwarf_basic.c:58"))
+    assert names[0] == "bonus"
+
+
+def test_inner_block_hidden_outside_its_range(binaries):
+    module = open_module(binaries["O0"])
+    (site,) = module.find_functions("scale")
+    assert "bonus" not in _by_name(module.variables_at(site.probe_address))
+
+
+def test_kinds_and_types_at_O0(binaries):
+    module = open_module(binaries["O0"])
+    (site,) = module.find_functions("sum_array")
+    found = _by_name(module.variables_at(site.probe_address))
+    assert found["items"].kind is VariableKind.PARAMETER
+    assert found["total"].kind is VariableKind.LOCAL
+    assert isinstance(found["items"].type, PointerType)
+    assert strip(found["items"].type.target) == IntType("int", 4, True)
+    assert found["total"].decl_line == 65
+    assert found["total"].decl_file.endswith("dwarf_basic.c")
+
+
+@pytest.mark.parametrize("build", ("O2", "O2-dwarf4"))
+@pytest.mark.parametrize("function", ("add", "scale", "sum_array", "main"))
+def test_location_lists_match_gdb(binaries, gdb_text, build, function):
+    """Each location-list range gdb prints, checked at its first PC."""
+    module = open_module(binaries[build])
+    checked = 0
+    for name, text in _scope(gdb_text, binaries[build], function).items():
+        for start, end, _, reg, const, op in _RANGE.findall(text):
+            pc = int(start, 16)
+            if pc == int(end, 16):
+                continue                  # empty range: never selected
+            location = _by_name(module.variables_at(pc))[name].location
+            if reg:
+                assert location == InRegister(DWARF_REGISTER_NAMES.index(reg)), (name, start)
+            elif const:
+                assert location == ImplicitValue(int(const)), (name, start)
+            else:
+                assert isinstance(location, UnsupportedLocation) and op in location.reason, (name, start)
+            checked += 1
+    assert checked or function == "add"
+
+
+def test_location_list_gap_is_optimized_out(binaries):
+    module = open_module(binaries["O2"])
+    (site,) = module.find_functions("scale")
+    result = _by_name(module.variables_at(site.probe_address))["result"]
+    assert result.location == OptimizedOut("not available at this PC")
+
+
+def test_const_value_and_registers_at_O2(binaries):
+    module = open_module(binaries["O2"])
+    (site,) = module.find_functions("scale")
+    found = _by_name(module.variables_at(site.probe_address))
+    assert found["value"].location == InRegister(5)               # rdi
+    assert found["factor"].location == ImplicitValue(3)           # constprop clone
+    (add,) = module.find_functions("add")
+    sum_ = _by_name(module.variables_at(add.probe_address))["sum"]
+    assert isinstance(sum_.location, UnsupportedLocation)
+    assert "DW_OP_plus" in sum_.location.reason
+
+
+def test_fbreg_at_O2_uses_cfa_from_cfi(binaries, gdb_text):
+    module = open_module(binaries["O2"])
+    (site,) = module.find_functions("main")
+    fbreg = int(re.search(r"DW_OP_fbreg (-?\d+)", _scope(gdb_text, binaries["O2"], "main")["values"]).group(1))
+    values = _by_name(module.variables_at(site.probe_address))["values"]
+    # At a function's first instruction the CFA is rsp+8 (return address).
+    assert values.location == AtRegisterOffset(RSP, 8 + fbreg)
+
+
+def test_pc_outside_functions_is_an_error(binaries):
+    from gs_cgen.errors import DebugInfoError
+    with pytest.raises(DebugInfoError, match="no function with debug info covers"):
+        open_module(binaries["O0"]).variables_at(0x10)
