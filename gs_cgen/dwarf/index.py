@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from elftools.dwarf.ranges import BaseAddressEntry
 
+from gs_cgen.dwarf.raw import UnsupportedHeader, read_cu_line_info, read_file_tables
+
 _ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
                   "DW_FORM_addrx3", "DW_FORM_addrx4")
 
@@ -85,7 +87,7 @@ class DwarfIndex:
         self._file_maps: dict[int, dict[int, str]] = {}
         self._files_by_path: dict[str, list[int]] | None = None
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
-        self._info_bytes: bytes | None = None
+        self._section_bytes: dict[int, bytes] = {}
 
     # ----------------------------------------------------------------- CUs
 
@@ -133,9 +135,16 @@ class DwarfIndex:
         return None
 
     def info_bytes(self) -> bytes:
-        if self._info_bytes is None:
-            self._info_bytes = self.dwarfinfo.debug_info_sec.stream.getvalue()
-        return self._info_bytes
+        return self.section_data(self.dwarfinfo.debug_info_sec)
+
+    def section_data(self, section) -> bytes:
+        """A DWARF section's bytes, copied out of its BytesIO once."""
+        if section is None:
+            return b""
+        key = id(section)
+        if key not in self._section_bytes:
+            self._section_bytes[key] = section.stream.getvalue()
+        return self._section_bytes[key]
 
     # -------------------------------------------------------------- ranges
 
@@ -204,24 +213,42 @@ class DwarfIndex:
         return self._files_by_path
 
     def _file_map(self, cu_offset: int) -> dict[int, str]:
-        cu = self.cu_at(cu_offset)
-        program = self.dwarfinfo.line_program_for_CU(cu)
-        if program is None:
+        stmt_list, comp_dir = self._cu_line_info(cu_offset)
+        if stmt_list is None:
             return {}
-        top = cu.get_top_DIE()
-        comp_dir = _text(top.attributes["DW_AT_comp_dir"].value) if "DW_AT_comp_dir" in top.attributes else ""
-        header = program.header
-        dirs = [_text(d) for d in header.include_directory]
-        v5 = header.version >= 5
-        if not v5:
+        version, dirs, files = self._file_tables(cu_offset, stmt_list)
+        dirs = [_text(d) for d in dirs]
+        if version < 5:
             dirs = [comp_dir] + dirs      # DWARF 4: directory 0 is the CU's comp_dir
-        files = {}
-        for i, entry in enumerate(header.file_entry):
-            index = i if v5 else i + 1    # DWARF 4 file numbers start at 1
-            d = dirs[entry.dir_index] if entry.dir_index < len(dirs) else ""
-            path = os.path.join(comp_dir, d, _text(entry.name))
-            files[index] = os.path.normpath(path)
-        return files
+        out = {}
+        for i, (name, dir_index) in enumerate(files):
+            index = i if version >= 5 else i + 1    # DWARF 4 file numbers start at 1
+            d = dirs[dir_index] if dir_index < len(dirs) else ""
+            out[index] = os.path.normpath(os.path.join(comp_dir, d, _text(name)))
+        return out
+
+    def _cu_line_info(self, cu_offset: int) -> tuple[int | None, str]:
+        info = self.dwarfinfo
+        try:
+            stmt_list, comp_dir = read_cu_line_info(
+                self.info_bytes(), self.section_data(info.debug_abbrev_sec), cu_offset,
+                self.section_data(info.debug_str_sec), self.section_data(info.debug_line_str_sec))
+            return stmt_list, _text(comp_dir)
+        except (UnsupportedHeader, IndexError, ValueError):
+            attrs = self.cu_at(cu_offset).get_top_DIE().attributes
+            stmt = attrs.get("DW_AT_stmt_list")
+            comp_dir = attrs.get("DW_AT_comp_dir")
+            return (stmt.value if stmt else None), _text(comp_dir.value if comp_dir else "")
+
+    def _file_tables(self, cu_offset: int, stmt_list: int):
+        info = self.dwarfinfo
+        try:
+            return read_file_tables(self.section_data(info.debug_line_sec), stmt_list,
+                                    self.section_data(info.debug_line_str_sec), self.section_data(info.debug_str_sec))
+        except (UnsupportedHeader, IndexError, ValueError):
+            header = info.line_program_for_CU(self.cu_at(cu_offset)).header
+            return (header.version, list(header.include_directory),
+                    [(e.name, e.dir_index) for e in header.file_entry])
 
     def line_table(self, cu_offset: int) -> LineTable:
         if cu_offset not in self._lines:

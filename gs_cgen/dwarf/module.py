@@ -306,8 +306,7 @@ class ModuleDebugInfo:
         index = self._dwarf
         encoded = bare.encode() + b"\0"
         hits = index.find_bytes(encoded, _SEARCH_LIMIT)
-        strings = index.dwarfinfo.debug_str_sec
-        data = strings.stream.getvalue() if strings else b""
+        data = index.section_data(index.dwarfinfo.debug_str_sec)
         pos, str_offsets = data.find(encoded), []
         while pos >= 0 and len(str_offsets) < 16:
             str_offsets.append(pos)

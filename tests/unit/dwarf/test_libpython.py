@@ -45,3 +45,19 @@ def test_find_function_is_lazy(libpython):
     assert site.probe_address == site.low_pc
     assert variables["v"].location == InRegister(5)
     assert variables["name"].location == InRegister(4)
+
+
+def test_find_lines_reads_headers_not_dies(libpython):
+    start = time.perf_counter()
+    (site,) = libpython.find_functions("PyObject_Repr")
+    sites = libpython.find_lines("Objects/object.c", site.decl_line + 1)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 3.0, f"took {elapsed:.2f} s"
+    assert any(s.function == "PyObject_Repr" for s in sites)
+
+
+def test_find_global_by_address_search(libpython):
+    start = time.perf_counter()
+    flag = libpython.find_global("Py_VerboseFlag")
+    assert time.perf_counter() - start < 3.0
+    assert flag is not None and flag.section == "bss"

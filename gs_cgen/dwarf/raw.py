@@ -1,0 +1,207 @@
+"""Direct byte decoders for the two things find_lines reads from EVERY CU:
+the top DIE's DW_AT_stmt_list/DW_AT_comp_dir, and the line-program file
+table (DWARF 5 sections 7.5.1, 7.5.3 and 6.2.4.1; DWARF 4 section 6.2.4).
+
+pyelftools parses a CU's whole abbreviation table before its first DIE and
+decodes file tables with construct: ~18 ms per CU, 2.7 s for libpython's
+146 CUs. Reading just these bytes takes well under 1 ms per CU. Everything
+else, including the rows of the one line program needed, stays with
+pyelftools.
+"""
+from __future__ import annotations
+
+import struct
+
+_DW_LNCT_PATH = 0x1
+_DW_LNCT_DIRECTORY_INDEX = 0x2
+# DW_FORM_* codes that may appear in DWARF 5 entry formats, and their sizes
+# (None: variable length, decoded in _read_form).
+_FIXED_FORMS = {0x0B: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x1E: 16}
+_FORM_STRING, _FORM_LINE_STRP, _FORM_STRP = 0x08, 0x1F, 0x0E
+_FORM_UDATA, _FORM_BLOCK, _FORM_SDATA = 0x0F, 0x09, 0x0D
+
+
+class UnsupportedHeader(Exception):
+    """A form or unit type this decoder does not handle (e.g. DW_FORM_strx,
+    split units); the caller falls back to pyelftools."""
+
+
+class _Reader:
+    def __init__(self, data: bytes, pos: int) -> None:
+        self.data, self.pos = data, pos
+
+    def u(self, size: int) -> int:
+        value = int.from_bytes(self.data[self.pos:self.pos + size], "little")
+        self.pos += size
+        return value
+
+    def uleb(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.data[self.pos]
+            self.pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    def cstring(self) -> bytes:
+        end = self.data.index(b"\0", self.pos)
+        text = self.data[self.pos:end]
+        self.pos = end + 1
+        return text
+
+
+def read_file_tables(line: bytes, offset: int, line_str: bytes, debug_str: bytes):
+    """-> (version, directories, [(name, dir_index)]) for the line program
+    at `offset` of .debug_line."""
+    r = _Reader(line, offset)
+    (length,) = struct.unpack_from("<I", line, offset)
+    offset_size = 4
+    r.pos += 4
+    if length == 0xFFFFFFFF:
+        r.pos += 8
+        offset_size = 8
+    version = r.u(2)
+    if version >= 5:
+        r.pos += 2                           # address_size, segment_selector_size
+    r.pos += offset_size                     # header_length
+    r.pos += 5 if version >= 4 else 4        # min_inst_length [max_ops] is_stmt base range
+    opcode_base = r.u(1)
+    r.pos += opcode_base - 1                 # standard_opcode_lengths
+    if version < 5:
+        return version, *_v4_tables(r)
+    strings = {_FORM_LINE_STRP: line_str, _FORM_STRP: debug_str}
+    dirs = [_entry_path(e) for e in _v5_entries(r, offset_size, strings)]
+    files = [(_entry_path(e), e.get(_DW_LNCT_DIRECTORY_INDEX, 0))
+             for e in _v5_entries(r, offset_size, strings)]
+    return version, dirs, files
+
+
+def _v4_tables(r: _Reader):
+    dirs = []
+    while (d := r.cstring()):
+        dirs.append(d)
+    files = []
+    while (name := r.cstring()):
+        dir_index = r.uleb()
+        r.uleb(), r.uleb()                   # mtime, length
+        files.append((name, dir_index))
+    return dirs, files
+
+
+def _v5_entries(r: _Reader, offset_size: int, strings: dict[int, bytes]):
+    formats = [(r.uleb(), r.uleb()) for _ in range(r.u(1))]
+    entries = []
+    for _ in range(r.uleb()):
+        entries.append({content: _read_form(r, form, offset_size, strings) for content, form in formats})
+    return entries
+
+
+def _read_form(r: _Reader, form: int, offset_size: int, strings: dict[int, bytes]):
+    if form in _FIXED_FORMS:
+        return r.u(_FIXED_FORMS[form])
+    if form == _FORM_STRING:
+        return r.cstring()
+    if form in strings:
+        at = r.u(offset_size)
+        table = strings[form]
+        return table[at:table.index(b"\0", at)]
+    if form == _FORM_UDATA or form == _FORM_SDATA:
+        return r.uleb()
+    if form == _FORM_BLOCK:
+        size = r.uleb()
+        r.pos += size
+        return None
+    raise UnsupportedHeader(f"line table form 0x{form:x}")
+
+
+def _entry_path(entry: dict) -> bytes:
+    return entry.get(_DW_LNCT_PATH) or b""
+
+
+# ------------------------------------------------------- CU top DIE fields
+
+_DW_AT_STMT_LIST, _DW_AT_COMP_DIR = 0x10, 0x1B
+_DW_UT_COMPILE, _DW_UT_PARTIAL = 0x01, 0x03
+_FORM_IMPLICIT_CONST, _FORM_INDIRECT, _FORM_FLAG_PRESENT = 0x21, 0x16, 0x19
+_OFFSET_FORMS = (0x0E, 0x10, 0x17, 0x1D, 0x1F, 0x1F20, 0x1F21)   # strp, ref_addr, sec_offset, ...
+_ULEB_FORMS = (0x0D, 0x0F, 0x15, 0x1A, 0x1B, 0x22, 0x23)          # sdata, udata, ref_udata, strx, addrx, ...
+_SIZED_FORMS = {0x0B: 1, 0x0C: 1, 0x11: 1, 0x25: 1, 0x29: 1, 0x05: 2, 0x12: 2, 0x26: 2, 0x2A: 2,
+                0x27: 3, 0x2B: 3, 0x06: 4, 0x13: 4, 0x1C: 4, 0x28: 4, 0x2C: 4, 0x07: 8, 0x14: 8,
+                0x20: 8, 0x24: 8, 0x1E: 16}
+_BLOCK_LENGTH = {0x0A: 1, 0x03: 2, 0x04: 4}                       # block1/2/4
+
+
+def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: bytes,
+                      line_str: bytes) -> tuple[int | None, bytes]:
+    """(DW_AT_stmt_list, DW_AT_comp_dir) of the CU at `cu_offset`."""
+    r = _Reader(info, cu_offset)
+    offset_size = 4
+    if r.u(4) == 0xFFFFFFFF:
+        r.pos += 8
+        offset_size = 8
+    version = r.u(2)
+    if version >= 5:
+        if r.u(1) not in (_DW_UT_COMPILE, _DW_UT_PARTIAL):
+            raise UnsupportedHeader("not a compile unit")
+        address_size, abbrev_offset = r.u(1), r.u(offset_size)
+    else:
+        abbrev_offset, address_size = r.u(offset_size), r.u(1)
+    specs = _abbrev_specs(abbrev, abbrev_offset, r.uleb())
+    strings = {_FORM_LINE_STRP: line_str, _FORM_STRP: debug_str}
+    stmt_list, comp_dir = None, b""
+    for attr, form in specs:
+        value = _skip_or_read(r, form, offset_size, address_size, strings)
+        if attr == _DW_AT_STMT_LIST:
+            stmt_list = value
+        elif attr == _DW_AT_COMP_DIR:
+            if not isinstance(value, bytes):
+                raise UnsupportedHeader("indirect DW_AT_comp_dir")
+            comp_dir = value
+    return stmt_list, comp_dir
+
+
+def _abbrev_specs(abbrev: bytes, offset: int, code: int) -> list[tuple[int, int]]:
+    r = _Reader(abbrev, offset)
+    while True:
+        entry_code = r.uleb()
+        if entry_code == 0:
+            raise UnsupportedHeader(f"abbreviation {code} not found")
+        r.uleb()                                   # tag
+        r.pos += 1                                 # has_children
+        specs = []
+        while True:
+            attr, form = r.uleb(), r.uleb()
+            if attr == 0 and form == 0:
+                break
+            if form == _FORM_IMPLICIT_CONST:
+                r.uleb()                           # value lives in the abbreviation
+            specs.append((attr, form))
+        if entry_code == code:
+            return specs
+
+
+def _skip_or_read(r: _Reader, form: int, offset_size: int, address_size: int, strings):
+    if form == _FORM_INDIRECT:
+        form = r.uleb()
+    if form in strings:
+        at = r.u(offset_size)
+        return strings[form][at:strings[form].index(b"\0", at)]
+    if form == _FORM_STRING:
+        return r.cstring()
+    if form in _OFFSET_FORMS:
+        return r.u(offset_size)
+    if form in _SIZED_FORMS:
+        return r.u(_SIZED_FORMS[form])
+    if form in _ULEB_FORMS:
+        return r.uleb()
+    if form == 0x01:                               # DW_FORM_addr
+        return r.u(address_size)
+    if form in (_FORM_FLAG_PRESENT, _FORM_IMPLICIT_CONST):
+        return None
+    if form in (_FORM_BLOCK, 0x18) or form in _BLOCK_LENGTH:   # block, exprloc, block1/2/4
+        size = r.uleb() if form in (_FORM_BLOCK, 0x18) else r.u(_BLOCK_LENGTH[form])
+        r.pos += size
+        return None
+    raise UnsupportedHeader(f"DIE form 0x{form:x}")
