@@ -48,12 +48,15 @@ class FunctionEntry:
     die_offset: int
 
 
-def die_name(die) -> str | None:
-    """DW_AT_name, following abstract_origin/specification like gdb does."""
-    for _ in range(4):
-        attr = die.attributes.get("DW_AT_name")
-        if attr is not None:
-            return attr.value.decode("utf-8", "replace")
+def origin_having(die, name: str):
+    """The DIE itself, or the first DIE along its DW_AT_abstract_origin /
+    DW_AT_specification chain, that has attribute `name`: concrete
+    instances of inlined or out-of-line functions and definitions of
+    declared variables keep name, type and decl_* on the abstract DIE
+    (DWARF 5 section 3.3.8.2)."""
+    for _ in range(4):                    # chains are 1-2 long; bound them anyway
+        if name in die.attributes:
+            return die
         ref = next((a for a in ("DW_AT_abstract_origin", "DW_AT_specification")
                     if a in die.attributes), None)
         if ref is None:
@@ -63,17 +66,13 @@ def die_name(die) -> str | None:
 
 
 def inherited_attr(die, name: str):
-    """An attribute of the DIE or of its abstract origin (inlined/out-of-line
-    concrete instances keep name, type and decl_* on the abstract DIE)."""
-    for _ in range(4):
-        if name in die.attributes:
-            return die.attributes[name]
-        ref = next((a for a in ("DW_AT_abstract_origin", "DW_AT_specification")
-                    if a in die.attributes), None)
-        if ref is None:
-            return None
-        die = die.get_DIE_from_attribute(ref)
-    return None
+    owner = origin_having(die, name)
+    return owner.attributes[name] if owner is not None else None
+
+
+def die_name(die) -> str | None:
+    attr = inherited_attr(die, "DW_AT_name")
+    return attr.value.decode("utf-8", "replace") if attr is not None else None
 
 
 class DwarfIndex:

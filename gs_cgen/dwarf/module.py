@@ -12,7 +12,7 @@ import struct
 
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
-from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr
+from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
 from gs_cgen.dwarf.model import (FunctionSite, GlobalVariable, LineSite, LoadSegment,
                                  UnsupportedLocation, VisibleVariable)
@@ -31,6 +31,14 @@ _TYPE_TAGS = {
     "": ("DW_TAG_typedef", "DW_TAG_base_type"),
 }
 _SEARCH_LIMIT = 64
+# C spellings -> the DW_AT_name gcc gives the base type.
+_GCC_BASE_NAMES = {
+    "unsigned": "unsigned int", "signed": "int", "signed int": "int",
+    "short": "short int", "unsigned short": "short unsigned int",
+    "long": "long int", "unsigned long": "long unsigned int",
+    "long long": "long long int", "unsigned long long": "long long unsigned int",
+    "bool": "_Bool",
+}
 
 
 def open_module(path: str) -> "ModuleDebugInfo":
@@ -124,6 +132,9 @@ class ModuleDebugInfo:
                 found.setdefault(hit[1].die_offset, self._function_site(*hit))
         if not found and self._elf.section(".symtab") is None:
             found = {e.die_offset: self._function_site(cu, e) for cu, e in self._scan_functions(name)}
+        if not found and self._symbols_named(name, SymbolKind.FUNC):
+            raise DebugInfoError(f"function '{name}' in '{self.path}' has no DWARF description",
+                                 hints=("it may come from assembly or a file built without -g",))
         if not found:
             raise DebugInfoError(f"no function '{name}' in '{self.path}'",
                                  candidates=nearest(name, self.function_names()))
@@ -260,7 +271,7 @@ class ModuleDebugInfo:
         return None
 
     def _global(self, die, name: str, address: int) -> GlobalVariable:
-        typed = die if "DW_AT_type" in die.attributes else die.get_DIE_from_attribute("DW_AT_specification")
+        typed = origin_having(die, "DW_AT_type") or die
         file_attr = inherited_attr(die, "DW_AT_decl_file")
         line_attr = inherited_attr(die, "DW_AT_decl_line")
         return GlobalVariable(
@@ -280,7 +291,7 @@ class ModuleDebugInfo:
         if keyword in _TYPE_TAGS and rest:
             tags, bare = _TYPE_TAGS[keyword], rest.strip()
         else:
-            tags, bare = _TYPE_TAGS[""], base
+            tags, bare = _TYPE_TAGS[""], _GCC_BASE_NAMES.get(" ".join(base.split()), base)
         die = self._find_type_die(bare, tags)
         if die is None:
             return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr
+from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import FrameBase, LocationReader, frame_base_from_ops
 from gs_cgen.dwarf.model import OptimizedOut, UnsupportedLocation, VariableKind, VisibleVariable
 from gs_cgen.dwarf.typebuild import TypeBuilder
@@ -69,29 +69,17 @@ def _variable(ctx: ScopeContext, die, pc: int, frame_base: FrameBase) -> Visible
     name = die_name(die)
     if name is None or ("DW_AT_declaration" in die.attributes and "DW_AT_location" not in die.attributes):
         return None                   # unnamed temporaries, `extern` re-declarations
-    type_attr_die = die if "DW_AT_type" in die.attributes else _origin_with(die, "DW_AT_type")
+    typed = origin_having(die, "DW_AT_type") or die
     file_attr = inherited_attr(die, "DW_AT_decl_file")
     line_attr = inherited_attr(die, "DW_AT_decl_line")
     return VisibleVariable(
         name=name,
-        type=ctx.types.type_of(type_attr_die),
+        type=ctx.types.type_of(typed),
         location=ctx.locations.variable_location(die, pc, frame_base),
         kind=kind,
         decl_file=ctx.decl_file(die.cu, file_attr.value) if file_attr is not None else None,
         decl_line=line_attr.value if line_attr is not None else None,
     )
-
-
-def _origin_with(die, attr: str):
-    for _ in range(4):
-        ref = next((a for a in ("DW_AT_abstract_origin", "DW_AT_specification")
-                    if a in die.attributes), None)
-        if ref is None:
-            return die
-        die = die.get_DIE_from_attribute(ref)
-        if attr in die.attributes:
-            return die
-    return die
 
 
 def _frame_base(ctx: ScopeContext, function_die, pc: int) -> FrameBase:

@@ -1,7 +1,7 @@
 """Fixture binaries for the DWARF tests, compiled once per session.
 
 Recipe (the C sources live in tests/fixtures/): every program links
-dwarf_basic.c with dwarf_a/util.c and dwarf_b/util.c, built with
+dwarf_basic.c, dwarf_a/util.c, dwarf_b/util.c and dwarf_inline.c, built with
 `gcc -g -O0 -fPIE -pie` and `-O2`, in DWARF 5 (gcc 12 default) and
 `-gdwarf-4`, plus one copy without -g.
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-SOURCES = [FIXTURES / "dwarf_basic.c", FIXTURES / "dwarf_a" / "util.c", FIXTURES / "dwarf_b" / "util.c"]
+SOURCES = [FIXTURES / "dwarf_basic.c", FIXTURES / "dwarf_a" / "util.c", FIXTURES / "dwarf_b" / "util.c",
+           FIXTURES / "dwarf_inline.c"]
 VARIANTS = {
     "O0": ["-g", "-O0"],
     "O2": ["-g", "-O2"],

@@ -125,3 +125,16 @@ def test_pc_outside_functions_is_an_error(binaries):
     from gs_cgen.errors import DebugInfoError
     with pytest.raises(DebugInfoError, match="no function with debug info covers"):
         open_module(binaries["O0"]).variables_at(0x10)
+
+
+@pytest.mark.parametrize("build", ("O2", "O2-dwarf4"))
+def test_inlined_scope_comes_first_like_gdb(binaries, gdb_text, build):
+    """At -O2 clamp_add() is inlined into bump(): its parameters come from
+    the DW_TAG_inlined_subroutine (names via DW_AT_abstract_origin)."""
+    module = open_module(binaries[build])
+    (site,) = module.find_lines("dwarf_inline.c", 5)
+    names = [v.name for v in module.variables_at(site.address)]
+    gdb_names = [n for n in _scope(gdb_text, binaries[build], "dwarf_inline.c:5") if n != "clamp_add"]
+    assert names[:len(gdb_names)] == gdb_names
+    assert set(names[len(gdb_names):]) == {"counter", "limit", "before"}
+    assert site.function == "bump"
