@@ -147,7 +147,7 @@ def type_name(ctype: CType) -> str:
         case EnumType():
             return f"enum {ctype.name or '<anonymous>'}"
         case ArrayType():
-            return f"{type_name(ctype.element)}[{'' if ctype.count is None else ctype.count}]"
+            return _array_name(ctype)
         case QualifiedType():
             return f"{ctype.qualifier} {type_name(ctype.target)}"
         case FunctionType():
@@ -160,3 +160,13 @@ def _pointer_name(ctype: PointerType) -> str:
     if isinstance(strip(target), FunctionType):
         return "function*"
     return f"{type_name(target)}*"
+
+
+def _array_name(ctype: ArrayType) -> str:
+    # `int m[2][3]` is ArrayType(ArrayType(int, 3), 2); C writes the
+    # outermost dimension first, so collect dimensions walking inwards.
+    dims = ""
+    while isinstance(ctype, ArrayType):
+        dims += f"[{'' if ctype.count is None else ctype.count}]"
+        ctype = ctype.element
+    return f"{type_name(ctype)}{dims}"

@@ -1,13 +1,268 @@
-"""Decoded values → the text CONTRACT.md specifies (shared by plain,
-pretty and json renderers)."""
+"""Value trees → the text and JSON that CONTRACT.md ("Rendering") and
+docs/rendering.md specify. Shared by the plain, pretty and JSON outputs.
+
+`value_text`/`error_text`/`enum_text` serve the older `decode.Value` (duck
+typed, so this module does not import it) until decode.py produces
+`values.Value` trees; new code calls `format_value`.
+"""
 from __future__ import annotations
 
-from gs_cgen.dwarf.types import BoolType, CType, EnumType, strip, type_size
-from gs_cgen.render.decode import Value, ValueStatus
+import math
+import struct
+
+from gs_cgen.dwarf.types import (BoolType, CType, EnumType, PointerType, StructType, strip,
+                                 type_name, type_size)
+from gs_cgen.render.decode import ValueStatus
+from gs_cgen.render.values import (ArrayValue, BoolValue, EnumValue, ErrorValue, FloatValue,
+                                   IntValue, PointerValue, StringValue, StructValue,
+                                   UnknownReason, UnknownValue, Value, aggregate_name)
 from gs_cgen.script.ast import FormatKind
 
+TRUNCATED = "... <truncated>"
 
-def value_text(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
+_STATUS_NAMES = {
+    ValueStatus.OK: "ok",
+    ValueStatus.OPTIMIZED_OUT: "optimized_out",
+    ValueStatus.NULL_DEREF: "null_deref",
+    ValueStatus.READ_ERROR: "read_error",
+    ValueStatus.ACCESS_ERROR: "read_error",     # a failed read either way
+    ValueStatus.OFFSETS_UNAVAILABLE: "offsets_unavailable",
+    ValueStatus.TRUNCATED: "truncated",
+    ValueStatus.UNAVAILABLE: "unavailable",
+    ValueStatus.ZERO_LENGTH: "unavailable",
+}
+
+
+def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
+    """One value as `print` shows it; `kind` is the `{}`/`{:x}`/`{:X}`/
+    `{:p}`/`{:s}` specifier, applied to every element of an aggregate."""
+    match value:
+        case ErrorValue(status=status, address=address, detail=detail):
+            return status_text(status, address, detail)
+        case UnknownValue(reason=UnknownReason.DEPTH_LIMIT):
+            return "{...}"
+        case UnknownValue(size=size):
+            return f"<UNKNOWN_TYPE_{size}_BYTES>"
+        case StructValue():
+            return _struct_text(value, kind)
+        case ArrayValue(elements=elements, truncated=truncated):
+            return "[" + _join([format_value(e, kind) for e in elements], truncated) + "]"
+        case StringValue():
+            return _string_text(value, kind)
+        case PointerValue():
+            return _pointer_text(value, kind)
+        case FloatValue(number=number) if kind is FormatKind.DEFAULT:
+            return c_float_text(number)
+    return _integer_text(value, kind)
+
+
+def format_dump(data: bytes, style: str, truncated: bool) -> str:
+    """A `{:x.N}` (`"x"`, or `"X"`) or `{:s.N}` (`"s"`) memory dump."""
+    match style:
+        case "x":
+            text = " ".join(f"{byte:02x}" for byte in data)
+        case "X":
+            text = " ".join(f"{byte:02X}" for byte in data)
+        case "s":
+            text = escape_bytes(data.split(b"\0", 1)[0], quoted=False)
+        case _:
+            raise ValueError(f"unknown dump style {style!r}")
+    return _mark_truncated(text, truncated)
+
+
+def value_json(value: Value) -> object:
+    """The `"value"` of docs/rendering.md "JSON values"; None when unavailable."""
+    match value:
+        case BoolValue(flag=flag):
+            return flag
+        case IntValue(number=number):
+            return number
+        case FloatValue(number=number):
+            # JSON has no inf/nan literals; keep them as the text form.
+            return number if math.isfinite(number) else c_float_text(number)
+        case EnumValue():
+            return format_value(value)
+        case PointerValue(ctype=ctype, address=address):
+            return {"address": address, "type": _pointer_type_name(ctype)}
+        case StringValue(data=data):
+            return data.decode("utf-8", "backslashreplace")
+        case StructValue(fields=fields):
+            return {name: value_json(field) for name, field in fields}
+        case ArrayValue(elements=elements):
+            return [value_json(element) for element in elements]
+    return None                                  # ErrorValue, UnknownValue
+
+
+def value_status(value: Value) -> str:
+    """The JSON `"status"`: an error's kind, `truncated` when any part of
+    the value was cut by the cap, `unavailable` for undecodable types."""
+    match value:
+        case ErrorValue(status=status):
+            # A status outside the contract's list (e.g. division by zero)
+            # is still "no value here".
+            return _STATUS_NAMES.get(status, "unavailable")
+        case UnknownValue():
+            return "unavailable"
+    return "truncated" if _is_truncated(value) else "ok"
+
+
+def status_text(status: ValueStatus, address: int | None = None,
+                detail: str | None = None) -> str:
+    """The text of a value that could not be read; never a number."""
+    match status:
+        case ValueStatus.OPTIMIZED_OUT:
+            return "<OPTIMIZED_OUT>"
+        case ValueStatus.NULL_DEREF:
+            return "<error: null pointer dereference>"
+        case ValueStatus.READ_ERROR | ValueStatus.ACCESS_ERROR:
+            return f"<error: read failed at 0x{address or 0:x}>"
+        case ValueStatus.OFFSETS_UNAVAILABLE:
+            return "<error: offsets unavailable>"
+        case ValueStatus.UNAVAILABLE:
+            return f"<error: {detail}>"
+        case ValueStatus.ZERO_LENGTH:
+            return "<error: zero length>"
+        case ValueStatus.TRUNCATED:
+            return TRUNCATED
+    return f"<error: {status.value.replace('_', ' ')}>"
+
+
+def c_float_text(number: float) -> str:
+    """C's `printf("%g")`; glibc prints a negative NaN as `-nan`."""
+    if math.isnan(number):
+        return "-nan" if math.copysign(1.0, number) < 0 else "nan"
+    return "%g" % number
+
+
+def escape_bytes(data: bytes, quoted: bool) -> str:
+    """Printable ASCII as is, everything else `\\xNN`; inside quotes `"`
+    and `\\` are backslash-escaped so the text reads back unambiguously."""
+    out = []
+    for byte in data:
+        char = chr(byte)
+        if quoted and char in '"\\':
+            out.append("\\" + char)
+        elif 0x20 <= byte <= 0x7E:
+            out.append(char)
+        else:
+            out.append(f"\\x{byte:02x}")
+    return "".join(out)
+
+
+def _struct_text(value: StructValue, kind: FormatKind) -> str:
+    fields = [f"{name}: {format_value(field, kind)}" for name, field in value.fields]
+    body = _join(fields, value.truncated)
+    braces = f"{{ {body} }}" if body else "{}"
+    base = strip(value.ctype)
+    name = aggregate_name(value.ctype)
+    if isinstance(base, StructType) and base.kind == "union":
+        name = f"union {name}" if name else "union"
+    return f"{name} {braces}" if name else braces
+
+
+def _join(parts: list[str], truncated: bool) -> str:
+    return ", ".join(parts + [TRUNCATED] if truncated else parts)
+
+
+def _string_text(value: StringValue, kind: FormatKind) -> str:
+    match kind:
+        case FormatKind.DEFAULT:
+            text = '"' + escape_bytes(value.data, quoted=True) + '"'
+            return text + TRUNCATED if value.truncated else text    # `"aaaa"... <truncated>`
+        case FormatKind.POINTER:
+            if value.address is None:
+                return status_text(ValueStatus.UNAVAILABLE, detail="address unavailable")
+            return f"0x{value.address:x}"
+        case FormatKind.HEX:
+            text = value.data.hex()
+        case FormatKind.HEX_UPPER:
+            text = value.data.hex().upper()
+        case _:
+            text = escape_bytes(value.data, quoted=False)
+    return _mark_truncated(text, value.truncated)
+
+
+def _mark_truncated(text: str, truncated: bool) -> str:
+    # Unquoted text and dumps get a space before the marker so it cannot
+    # be read as part of the data.
+    if not truncated:
+        return text
+    return f"{text} {TRUNCATED}" if text else TRUNCATED
+
+
+def _pointer_text(value: PointerValue, kind: FormatKind) -> str:
+    match kind:
+        case FormatKind.HEX:
+            return f"{value.address:x}"
+        case FormatKind.HEX_UPPER:
+            return f"{value.address:X}"
+        case FormatKind.POINTER:
+            return f"0x{value.address:x}"
+    # {:s} on a pointer needs the string the probe followed (a StringValue);
+    # given only the pointer, show the pointer rather than invent text.
+    where = f"0x{value.address:x}" if value.address else "NULL"
+    return f"{where} ({_pointer_type_name(value.ctype)})"
+
+
+def _pointer_type_name(ctype: CType | None) -> str:
+    # `typedef int (*op_t)(int)` still prints as `function*`: the pointer
+    # form always names the pointee, keeping the pointee's own typedefs.
+    base = strip(ctype) if ctype is not None else None
+    if isinstance(base, PointerType):
+        return type_name(base)
+    return type_name(ctype) if ctype is not None else "void*"
+
+
+def _integer_text(value: Value, kind: FormatKind) -> str:
+    """Integers, bools, enums, and floats under a non-default specifier
+    (those format the value's bits, as `{:x}` on an integer does)."""
+    if kind is FormatKind.DEFAULT:
+        match value:
+            case BoolValue(flag=flag):
+                return "true" if flag else "false"
+            case EnumValue(number=number, enumerator=enumerator):
+                label = aggregate_name(value.ctype) or "enum"
+                return f"{label}::{enumerator}" if enumerator else f"{label}::<{number}>"
+        return str(value.number)
+    width = type_size(value.ctype) if value.ctype is not None else 8
+    bits = _bits(value, width)
+    match kind:
+        case FormatKind.HEX:
+            return f"{bits:x}"
+        case FormatKind.HEX_UPPER:
+            return f"{bits:X}"
+        case FormatKind.POINTER:
+            return f"0x{bits:x}"
+    return format_dump(bits.to_bytes(width, "little"), "s", False)
+
+
+def _bits(value: Value, width: int) -> int:
+    """The value's two's-complement / IEEE bit pattern at `width` bytes."""
+    match value:
+        case BoolValue(flag=flag):
+            return int(flag)
+        case FloatValue(number=number):
+            fmt = {2: "<e", 4: "<f", 8: "<d"}[width]
+            return int.from_bytes(struct.pack(fmt, number), "little")
+    return value.number & ((1 << (8 * width)) - 1)
+
+
+def _is_truncated(value: Value) -> bool:
+    match value:
+        case ErrorValue(status=ValueStatus.TRUNCATED):
+            return True
+        case StringValue(truncated=truncated):
+            return truncated
+        case StructValue(fields=fields, truncated=truncated):
+            return truncated or any(_is_truncated(field) for _, field in fields)
+        case ArrayValue(elements=elements, truncated=truncated):
+            return truncated or any(_is_truncated(element) for element in elements)
+    return False
+
+
+# --- the older decode.Value path, until decode.py builds values.Value trees ---
+
+def value_text(value, kind: FormatKind = FormatKind.DEFAULT) -> str:
     if value.status is not ValueStatus.OK:
         return error_text(value)
     base = strip(value.ctype) if value.ctype is not None else None
@@ -20,23 +275,8 @@ def value_text(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
     return str(value.data)
 
 
-def error_text(value: Value) -> str:
-    match value.status:
-        case ValueStatus.OPTIMIZED_OUT:
-            return "<OPTIMIZED_OUT>"
-        case ValueStatus.NULL_DEREF:
-            return "<error: null pointer dereference>"
-        case ValueStatus.READ_ERROR | ValueStatus.ACCESS_ERROR:
-            return f"<error: read failed at 0x{value.error_address or 0:x}>"
-        case ValueStatus.OFFSETS_UNAVAILABLE:
-            return "<error: offsets unavailable>"
-        case ValueStatus.UNAVAILABLE:
-            return f"<error: {value.detail}>"
-        case ValueStatus.ZERO_LENGTH:
-            return "<error: zero length>"
-        case ValueStatus.TRUNCATED:
-            return "... <truncated>"
-    return f"<error: {value.status.value}>"
+def error_text(value) -> str:
+    return status_text(value.status, value.error_address, value.detail)
 
 
 def enum_text(enum: EnumType, number: int) -> str:

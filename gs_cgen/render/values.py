@@ -1,0 +1,318 @@
+"""Bytes of target memory + the DWARF type model → a typed value tree.
+
+Pure: the probe already copied the bytes; this module only interprets them
+as C lays them out on x86-64 (little endian). `text.py` turns the tree into
+the strings docs/rendering.md specifies, and into JSON.
+
+Truncation (the probe's copy was capped by --mem-dump-cap): scalars are
+shown only when all their bytes are present; structs, unions and arrays show
+what is present and carry `truncated=True`, which renders as a trailing
+`... <truncated>`. A partially present nested aggregate is decoded partially
+(and is itself marked), so a large struct cut early still shows its prefix.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import Enum
+
+from gs_cgen.dwarf.types import (ArrayType, BoolType, CType, EnumType, FloatType, IntType,
+                                 PointerType, QualifiedType, StructMember, StructType,
+                                 TypedefType, strip, type_size)
+from gs_cgen.render.decode import ValueStatus
+
+MAX_DEPTH = 4   # docs/rendering.md: structs nested deeper than 4 render `{...}`
+
+
+class UnknownReason(Enum):
+    DEPTH_LIMIT = "depth_limit"      # a struct/union beyond MAX_DEPTH: `{...}`
+    UNSUPPORTED = "unsupported"      # long double, complex, void: `<UNKNOWN_TYPE_N_BYTES>`
+
+
+@dataclass(frozen=True)
+class IntValue:
+    ctype: CType | None              # None: a plain signed 64-bit probe result
+    number: int
+
+
+@dataclass(frozen=True)
+class BoolValue:
+    ctype: CType
+    flag: bool
+
+
+@dataclass(frozen=True)
+class FloatValue:
+    ctype: CType
+    number: float
+
+
+@dataclass(frozen=True)
+class EnumValue:
+    ctype: CType
+    number: int
+    enumerator: str | None           # None: no enumerator has this value
+
+
+@dataclass(frozen=True)
+class PointerValue:
+    ctype: CType
+    address: int
+
+
+@dataclass(frozen=True)
+class StringValue:
+    """A `char[N]` or a followed `char *`: the bytes before the first NUL."""
+
+    ctype: CType
+    data: bytes
+    truncated: bool = False          # the cap was hit before a NUL
+    address: int | None = None       # where the text lives, for `{:p}`
+
+
+@dataclass(frozen=True)
+class StructValue:
+    """A struct or union; anonymous struct/union members are flattened
+    into `fields`, as C lets their members be named directly."""
+
+    ctype: CType
+    fields: tuple[tuple[str, "Value"], ...]
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class ArrayValue:
+    ctype: CType
+    elements: tuple["Value", ...]
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class ErrorValue:
+    status: ValueStatus
+    address: int | None = None
+    detail: str | None = None
+    ctype: CType | None = None
+
+
+@dataclass(frozen=True)
+class UnknownValue:
+    ctype: CType
+    reason: UnknownReason
+    size: int
+
+
+Value = (IntValue | BoolValue | FloatValue | EnumValue | PointerValue | StringValue
+         | StructValue | ArrayValue | ErrorValue | UnknownValue)
+
+# struct module formats for the float widths Python can decode exactly
+# (_Float16, float, double); x87 long double and complex stay unknown.
+_FLOAT_FORMATS = {2: "<e", 4: "<f", 8: "<d"}
+
+
+def decode_object(ctype: CType, data: bytes, truncated: bool = False, *,
+                  address: int | None = None) -> Value:
+    """Decode an object of `ctype` from its bytes as laid out in memory.
+
+    `data` may be shorter than the type (capped copy); `truncated` says the
+    copy was capped even when that is not visible from the length (a
+    flexible array). `address`, when known, is kept for `{:p}` on strings."""
+    data = bytes(data)
+    cut = truncated or len(data) < type_size(ctype)
+    return _decode(ctype, data, cut, address, 0)
+
+
+def decode_cstring(ctype: CType, address: int, data: bytes, truncated: bool) -> Value:
+    """A top-level `char *` the probe followed with bpf_probe_read_user_str.
+    `truncated` comes from the probe (the helper NUL-terminates a capped
+    read, so a NUL in `data` does not prove the string ended)."""
+    if address == 0:
+        return ErrorValue(ValueStatus.NULL_DEREF, 0, ctype=ctype)
+    text = bytes(data).split(b"\0", 1)[0]
+    return StringValue(ctype, text, truncated, address)
+
+
+def decode_integer(ctype: CType | None, number: int) -> Value:
+    """A value the probe computed in a 64-bit register, shown as `ctype`.
+
+    Integers and enums wrap to the type's width (C conversion); bool is
+    `number != 0`; other types reinterpret the low bytes of the register."""
+    if ctype is None:
+        return IntValue(None, _wrap(number, 8, True))
+    base = strip(ctype)
+    match base:
+        case BoolType():
+            return BoolValue(ctype, number != 0)
+        case IntType(size=size, signed=signed):
+            return IntValue(ctype, _wrap(number, size, signed))
+        case EnumType(size=size, signed=signed):
+            wrapped = _wrap(number, size, signed)
+            return EnumValue(ctype, wrapped, _enumerator(base, wrapped))
+    size = min(type_size(ctype), 8)
+    return decode_object(ctype, _wrap(number, size, False).to_bytes(size, "little"))
+
+
+def error_value(status: ValueStatus, address: int | None = None, detail: str | None = None,
+                ctype: CType | None = None) -> ErrorValue:
+    """The value of an expression whose read failed or is unavailable."""
+    if status is ValueStatus.OK:
+        raise ValueError("error_value needs a failure status, not OK")
+    return ErrorValue(status, address, detail, ctype)
+
+
+def _decode(ctype: CType, data: bytes, cut: bool, address: int | None, depth: int) -> Value:
+    # `cut`: the bytes end at the cap, so a missing tail means "truncated".
+    base = strip(ctype)
+    if isinstance(base, StructType):
+        return _struct(ctype, base, data, address, depth)
+    if isinstance(base, ArrayType):
+        return _array(ctype, base, data, cut, address, depth)
+    return _scalar(ctype, base, data)
+
+
+def _scalar(ctype: CType, base: CType, data: bytes) -> Value:
+    size = base.size
+    if len(data) < size:
+        return ErrorValue(ValueStatus.TRUNCATED, ctype=ctype)
+    raw = data[:size]
+    match base:
+        case BoolType():
+            return BoolValue(ctype, any(raw))     # C: any non-zero byte is true
+        case IntType(signed=signed):
+            return IntValue(ctype, int.from_bytes(raw, "little", signed=signed))
+        case EnumType(signed=signed):
+            number = int.from_bytes(raw, "little", signed=signed)
+            return EnumValue(ctype, number, _enumerator(base, number))
+        case PointerType():
+            return PointerValue(ctype, int.from_bytes(raw, "little"))
+        case FloatType():
+            return _float(ctype, base, raw)
+    return UnknownValue(ctype, UnknownReason.UNSUPPORTED, size)
+
+
+def _float(ctype: CType, base: FloatType, raw: bytes) -> Value:
+    fmt = _FLOAT_FORMATS.get(base.size)
+    # DW_ATE_complex_float / decimal_float share FloatType but not IEEE binary layout.
+    if fmt is None or "complex" in base.name or "Decimal" in base.name:
+        return UnknownValue(ctype, UnknownReason.UNSUPPORTED, base.size)
+    return FloatValue(ctype, struct.unpack(fmt, raw)[0])
+
+
+def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
+            depth: int) -> Value:
+    if depth >= MAX_DEPTH:
+        return UnknownValue(ctype, UnknownReason.DEPTH_LIMIT, base.size)
+    fields: list[tuple[str, Value]] = []
+    truncated = False
+    for member in base.members:
+        if not _present(member, data):
+            truncated = True
+            continue
+        value = _member(member, data, address, depth + 1)
+        if member.name is not None:
+            fields.append((member.name, value))
+        elif isinstance(value, StructValue):     # anonymous struct/union: flatten
+            fields.extend(value.fields)
+            truncated = truncated or value.truncated
+        # other unnamed members are padding bitfields: C gives them no value
+    return StructValue(ctype, tuple(fields), truncated)
+
+
+def _member(member: StructMember, data: bytes, address: int | None, depth: int) -> Value:
+    if member.bit_size is not None:
+        return _bitfield(member, data)
+    size = type_size(member.type)
+    piece = data[member.offset:member.offset + size]
+    at = None if address is None else address + member.offset
+    # Anonymous members are spliced into their parent: no extra nesting level.
+    return _decode(member.type, piece, len(piece) < size, at,
+                   depth - 1 if member.name is None else depth)
+
+
+def _present(member: StructMember, data: bytes) -> bool:
+    """Scalars need every byte; an aggregate needs at least one (partial decode)."""
+    if member.bit_size is not None:
+        return member.offset + _bitfield_bytes(member) <= len(data)
+    size = type_size(member.type)
+    if isinstance(strip(member.type), (StructType, ArrayType)):
+        return member.offset < len(data) or size == 0
+    return member.offset + size <= len(data)
+
+
+def _bitfield_bytes(member: StructMember) -> int:
+    return (member.bit_offset + member.bit_size + 7) // 8
+
+
+def _bitfield(member: StructMember, data: bytes) -> Value:
+    # StructMember.bit_offset counts LSB-first from byte `offset` (typebuild
+    # converts DWARF 4 DW_AT_bit_offset and DWARF 5 DW_AT_data_bit_offset).
+    raw = int.from_bytes(data[member.offset:member.offset + _bitfield_bytes(member)], "little")
+    number = (raw >> member.bit_offset) & ((1 << member.bit_size) - 1)
+    if getattr(strip(member.type), "signed", False) and number >> (member.bit_size - 1):
+        number -= 1 << member.bit_size
+    return decode_integer(member.type, number)
+
+
+def _array(ctype: CType, base: ArrayType, data: bytes, cut: bool, address: int | None,
+           depth: int) -> Value:
+    if _is_char(base.element):
+        return _char_array(ctype, base, data, cut, address)
+    step = type_size(base.element)
+    if step == 0:
+        return ArrayValue(ctype, (), cut)
+    count = base.count if base.count is not None else len(data) // step
+    aggregate = isinstance(strip(base.element), (StructType, ArrayType))
+    shown = min(count, len(data) // step)
+    if aggregate and shown < count and len(data) > shown * step:
+        shown += 1                                  # a partial last struct still helps
+    elements = tuple(
+        _decode(base.element, data[i * step:(i + 1) * step], len(data) < (i + 1) * step,
+                None if address is None else address + i * step, depth)
+        for i in range(shown))
+    truncated = len(data) < count * step or (base.count is None and cut)
+    return ArrayValue(ctype, elements, truncated)
+
+
+def _char_array(ctype: CType, base: ArrayType, data: bytes, cut: bool,
+                address: int | None) -> StringValue:
+    text = data if base.count is None else data[:base.count]
+    nul = text.find(b"\0")
+    if nul >= 0:
+        return StringValue(ctype, text[:nul], False, address)
+    missing = base.count is not None and len(text) < base.count
+    return StringValue(ctype, text, missing or (base.count is None and cut), address)
+
+
+def _is_char(ctype: CType) -> bool:
+    base = strip(ctype)
+    return isinstance(base, IntType) and base.is_char and base.size == 1
+
+
+def _enumerator(enum: EnumType, number: int) -> str | None:
+    for name, value in enum.enumerators:
+        if value == number:
+            return name
+    return None
+
+
+def _wrap(number: int, size: int, signed: bool) -> int:
+    """C's conversion of an integer to a `size`-byte (un)signed type."""
+    bits = 8 * size
+    number &= (1 << bits) - 1
+    if signed and number >> (bits - 1):
+        number -= 1 << bits
+    return number
+
+
+def aggregate_name(ctype: CType) -> str | None:
+    """The struct/union/enum name to print: its tag, else the nearest
+    typedef that names the anonymous type, else None."""
+    base = strip(ctype)
+    if getattr(base, "name", None):
+        return base.name
+    name = None
+    while isinstance(ctype, (TypedefType, QualifiedType)):
+        if isinstance(ctype, TypedefType):
+            name = ctype.name                       # innermost typedef wins
+        ctype = ctype.target
+    return name
