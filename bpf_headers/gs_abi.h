@@ -15,6 +15,9 @@ enum gs_value_status {
     GS_STATUS_TRUNCATED = 4,
     GS_STATUS_OFFSETS_UNAVAILABLE = 5,
     GS_STATUS_ZERO_LENGTH = 6,
+    GS_STATUS_OPTIMIZED_OUT = 7,
+    GS_STATUS_DIV_BY_ZERO = 8,
+    GS_STATUS_UNAVAILABLE = 9,
 };
 
 /* Event kinds (gs_event_hdr.kind). */
@@ -23,9 +26,13 @@ enum gs_event_kind {
     GS_EVENT_EXPR_ERROR = 2,
 };
 
-/* Largest event a probe may build (per-CPU scratch buffer size). */
+/* Largest event a probe may build; the per-CPU scratch buffer holds the
+ * event followed by a work area for string and memory comparisons. */
 enum gs_limits {
     GS_MAX_EVENT_SIZE = 8192,
+    GS_WORK_SIZE = 512,
+    GS_SCRATCH_SIZE = 8704,
+    GS_COMPARE_CAP = 64,
     GS_RINGBUF_PAGES = 256,
     GS_PERF_PAGES = 64,
     GS_MAX_TRACKED_MODULES = 4096,
@@ -62,7 +69,7 @@ struct proc_module_offsets_value {
 
 /* Per-CPU scratch in which a probe assembles its event. */
 struct gs_scratch {
-    __u8 bytes[GS_MAX_EVENT_SIZE];
+    __u8 bytes[GS_SCRATCH_SIZE];
 };
 
 /* Map names, as the generated C declares them and Python opens them. */

@@ -3,7 +3,7 @@ them into messages on stderr and exit codes."""
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gs_cgen.source import SourceSpan
 

@@ -1,13 +1,21 @@
 /* gs_prelude.h — fixed helpers for gs-cgen's generated probes. Hand-written;
- * no map access here (BCC rewrites map calls only in the main file). */
+ * no map access here (BCC rewrites map calls only in the main file).
+ *
+ * Value slot layout (plan/build.py): status byte at +0, u32 length at +4,
+ * u64 address at +8, data from +16. */
 #ifndef GS_PRELUDE_H
 #define GS_PRELUDE_H
 
-/* Status byte of the value whose slot starts at `slot`. */
 #define GS_STATUS(ev, slot) ((ev)[(slot)])
+#define GS_LENGTH(ev, slot) (*(__u32 *)((ev) + (slot) + 4))
+#define GS_ADDRESS(ev, slot) (*(__u64 *)((ev) + (slot) + 8))
 
-/* A value computed in the probe (register, constant, special). Little
- * endian: copying the low `size` bytes of a u64 gives the narrow value. */
+/* Mark rendered line `bit` as executed in the event's bitmap. */
+#define GS_MARK(ev, bitmap, bit) \
+    (((__u64 *)((ev) + (bitmap)))[(bit) / 64] |= (1ULL << ((bit) % 64)))
+
+/* A value computed in the probe. Little endian: the low `size` bytes of a
+ * u64 are the narrow value. */
 #define GS_STORE(ev, slot, data, size, value)          \
     do {                                                \
         __u64 gs_v_ = (__u64)(value);                   \
@@ -15,27 +23,132 @@
         __builtin_memcpy((ev) + (data), &gs_v_, size);  \
     } while (0)
 
-/* Mark a value as unavailable; its data stays zero, so a failed value can
- * never be mistaken for a number. */
-#define GS_FAIL(ev, slot, data, size, status)           \
-    do {                                                \
-        GS_STATUS(ev, slot) = (status);                 \
-        __builtin_memset((ev) + (data), 0, size);       \
-    } while (0)
+/* Record why a value could not be produced; its data is never rendered. */
+static __always_inline void gs_fail_value(__u8 *ev, __u32 slot, __u8 status, __u64 address)
+{
+    GS_STATUS(ev, slot) = status ? status : GS_STATUS_READ_ERROR;
+    GS_ADDRESS(ev, slot) = address;
+}
 
-/* Read `size` bytes of target memory at `addr` into the slot. The address
- * is kept beside the status so a failure can name it. bpf_probe_read_user
- * zeroes the destination when it fails. */
+/* Read `size` bytes at `addr` into the slot; bpf_probe_read_user zeroes
+ * the destination when it fails, so a failed value is never a number. */
 static __always_inline void gs_read_user(__u8 *ev, __u32 slot, __u32 data,
                                          __u32 size, __u64 addr)
 {
-    *(__u64 *)(ev + slot + 8) = addr;
+    GS_ADDRESS(ev, slot) = addr;
     if (addr == 0) {
         GS_STATUS(ev, slot) = GS_STATUS_NULL_DEREF;
         return;
     }
     long err = bpf_probe_read_user(ev + data, size, (const void *)addr);
     GS_STATUS(ev, slot) = err ? GS_STATUS_READ_ERROR : GS_STATUS_OK;
+}
+
+/* A C string through a pointer: length = bytes read including the NUL. */
+static __always_inline void gs_read_str(__u8 *ev, __u32 slot, __u32 data,
+                                        __u32 cap, __u64 addr)
+{
+    GS_ADDRESS(ev, slot) = addr;
+    GS_LENGTH(ev, slot) = 0;
+    if (addr == 0) {
+        GS_STATUS(ev, slot) = GS_STATUS_NULL_DEREF;
+        return;
+    }
+    long n = bpf_probe_read_user_str(ev + data, cap, (const void *)addr);
+    if (n < 0) {
+        GS_STATUS(ev, slot) = GS_STATUS_READ_ERROR;
+        return;
+    }
+    GS_LENGTH(ev, slot) = n;
+    GS_STATUS(ev, slot) = GS_STATUS_OK;
+}
+
+/* A memory dump of `requested` bytes, at most `cap`; the length field keeps
+ * the request so the renderer can say it was truncated. */
+static __always_inline void gs_read_dump(__u8 *ev, __u32 slot, __u32 data, __u32 cap,
+                                         __u64 addr, __s64 requested)
+{
+    GS_ADDRESS(ev, slot) = addr;
+    if (requested < 0)
+        requested = 0;
+    if (requested > 0x7fffffff)
+        requested = 0x7fffffff;
+    GS_LENGTH(ev, slot) = requested;
+    __u32 n = requested > cap ? cap : requested;
+    if (n == 0) {
+        GS_STATUS(ev, slot) = GS_STATUS_OK;
+        return;
+    }
+    if (addr == 0) {
+        GS_STATUS(ev, slot) = GS_STATUS_NULL_DEREF;
+        return;
+    }
+    long err = bpf_probe_read_user(ev + data, n, (const void *)addr);
+    GS_STATUS(ev, slot) = err ? GS_STATUS_READ_ERROR : GS_STATUS_OK;
+}
+
+/* `size` bytes at `addr`, sign- or zero-extended to 64 bits. */
+static __always_inline int gs_load(__u64 *out, __u64 addr, __u32 size, int is_signed,
+                                   __u8 *status, __u64 *failed_at)
+{
+    *out = 0;
+    *failed_at = addr;
+    if (addr == 0) {
+        *status = GS_STATUS_NULL_DEREF;
+        return 1;
+    }
+    if (bpf_probe_read_user(out, size, (const void *)addr)) {
+        *status = GS_STATUS_READ_ERROR;
+        return 1;
+    }
+    if (is_signed && size == 1)
+        *out = (__u64)(__s64)(__s8)*out;
+    else if (is_signed && size == 2)
+        *out = (__u64)(__s64)(__s16)*out;
+    else if (is_signed && size == 4)
+        *out = (__u64)(__s64)(__s32)*out;
+    return 0;
+}
+
+/* Signed division without the BPF sdiv instruction (older -mcpu targets);
+ * truncates toward zero as C does. The divisor is known non-zero. */
+static __always_inline __u64 gs_sdiv(__u64 a, __u64 b)
+{
+    __s64 x = (__s64)a, y = (__s64)b;
+    __u64 q = (__u64)(x < 0 ? -x : x) / (__u64)(y < 0 ? -y : y);
+    return ((x < 0) != (y < 0)) ? -q : q;
+}
+
+static __always_inline __u64 gs_smod(__u64 a, __u64 b)
+{
+    return a - gs_sdiv(a, b) * b;
+}
+
+/* memcmp of two target buffers over n <= GS_COMPARE_CAP bytes: 1 equal,
+ * 0 different, -1 read failure (status/address set). */
+static __always_inline long gs_memory_equal(__u8 *work, __u64 a, __u64 b, __s64 n,
+                                            __u8 *status, __u64 *failed_at)
+{
+    if (n <= 0)
+        return 1;
+    __u32 len = n > GS_COMPARE_CAP ? GS_COMPARE_CAP : (__u32)n;
+    if (bpf_probe_read_user(work, len, (const void *)a)) {
+        *status = a ? GS_STATUS_READ_ERROR : GS_STATUS_NULL_DEREF;
+        *failed_at = a;
+        return -1;
+    }
+    if (bpf_probe_read_user(work + GS_COMPARE_CAP, len, (const void *)b)) {
+        *status = b ? GS_STATUS_READ_ERROR : GS_STATUS_NULL_DEREF;
+        *failed_at = b;
+        return -1;
+    }
+    __u8 diff = 0;
+    for (int i = 0; i < GS_COMPARE_CAP; i++) {
+        if (i >= len)
+            break;
+        diff |= work[i] ^ work[GS_COMPARE_CAP + i];
+    }
+    return diff == 0;
 }
 
 #endif /* GS_PRELUDE_H */

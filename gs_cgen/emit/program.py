@@ -6,9 +6,12 @@ from string import Template
 
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
-from gs_cgen.plan.model import (ConstantSource, EventTransport, GlobalMemorySource, Plan,
-                                ProbePlan, RegisterSource, SpecialKind, SpecialSource,
-                                StackMemorySource, UnavailableSource, ValueSlot)
+from gs_cgen.emit.scalar import emit_scalar
+from gs_cgen.emit.writer import CWriter
+from gs_cgen.plan import ir
+from gs_cgen.plan.model import (ConditionCapture, DumpCapture, EventTransport, IfStep,
+                                MemoryCapture, NoCapture, Plan, PrintStep, ProbePlan,
+                                ScalarCapture, Step, StringCapture, ValueSlot)
 
 _HERE = Path(__file__).resolve().parent
 _ASSERTED_STRUCTS = ("gs_event_hdr", "proc_module_key", "proc_module_offsets_value")
@@ -77,52 +80,119 @@ def _runtime_section(plan: Plan) -> str:
 
 
 def emit_probe(probe: ProbePlan) -> str:
-    """One BPF function: start the event, fill every slot, submit."""
+    """One BPF function: start the event, run the steps, submit."""
     site = probe.site
-    body = [c.statement(f"__u8 *ev = gs_begin_event({site.probe_id}, {probe.event_size});"),
-            c.statement("if (!ev)"), c.statement("return 0;", 2)]
-    for cookie in sorted({s.source.module_cookie for s in probe.slots
-                          if isinstance(s.source, GlobalMemorySource)}):
-        body.append(c.statement(f"struct proc_module_offsets_value *{c.offsets_variable(cookie)}"
-                                f" = gs_module_offsets(ev, {c.u64_literal(cookie)});"))
-    for slot in probe.slots:
-        body.append(c.statement(c.comment(f"value {slot.index}: {slot.expr_text}")))
-        body.extend(c.statement(line) for line in emit_slot(slot))
-    body.append(c.statement(f"return gs_submit(ctx, ev, {probe.event_size});"))
+    w = CWriter()
+    w.line(f"__u8 *ev = gs_begin_event({site.probe_id}, {probe.event_size});")
+    w.line("if (!ev)")
+    w.line("    return 0;")
+    w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
+    w.line("__u8 *work = ev + GS_MAX_EVENT_SIZE;")
+    w.line("__u8 gs_st = 0;")
+    w.line("__u64 gs_fa = 0;")
+    for word in range(probe.bitmap_words):
+        w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = 0;")
+    for cookie in _module_cookies(probe):
+        w.line(f"struct proc_module_offsets_value *{c.offsets_variable(cookie)} = "
+               f"gs_module_offsets(ev, {c.u64_literal(cookie)});")
+    for step in probe.steps:
+        _emit_step(w, probe, step)
+    w.line(f"return gs_submit(ctx, ev, {probe.event_size});")
     header = f"int {c.probe_function_name(site.probe_id)}(struct pt_regs *ctx)\n{{"
-    return "\n".join([header, *body, "}", ""])
+    return "\n".join([header, w.text(), "}", ""])
 
 
-def emit_slot(slot: ValueSlot) -> list[str]:
-    """C statements that fill one value slot, by source kind."""
-    where = f"ev, {slot.offset}, {slot.data_offset}, {slot.size}"
-    match slot.source:
-        case RegisterSource(register, offset):
-            return [f"GS_STORE({where}, ctx->{register} + {c.s64_literal(offset)});"]
-        case StackMemorySource(register, offset):
-            return [f"gs_read_user({where}, ctx->{register} + {c.s64_literal(offset)});"]
-        case GlobalMemorySource(cookie, section, address):
-            return _global_read(slot, where, c.offsets_variable(cookie), section, address)
-        case ConstantSource(value):
-            return [f"GS_STORE({where}, {c.u64_literal(value)});"]
-        case SpecialSource(kind):
-            return [f"GS_STORE({where}, {_SPECIAL_VALUES[kind]});"]
-        case UnavailableSource(reason):
-            return [c.comment(f"nothing to read: {reason}")]
-    raise TypeError(slot.source)
+def _module_cookies(probe: ProbePlan) -> list[int]:
+    found: set[int] = set()
+
+    def visit(node) -> None:
+        if isinstance(node, ir.ModuleAddress):
+            found.add(node.cookie)
+        for child in ir.scalar_children(node):
+            visit(child)
+
+    for slot in probe.slots:
+        for value in _capture_scalars(slot.capture):
+            visit(value)
+    return sorted(found)
 
 
-def _global_read(slot: ValueSlot, where: str, offsets: str, section: str,
-                 address: int) -> list[str]:
-    return [f"if ({offsets})",
-            f"    gs_read_user({where}, {c.u64_literal(address)} + {offsets}->{section});",
-            "else",
-            f"    GS_FAIL({where}, GS_STATUS_OFFSETS_UNAVAILABLE);"]
+def _capture_scalars(capture) -> tuple:
+    match capture:
+        case ScalarCapture(value=v) | ConditionCapture(condition=v):
+            return (v,)
+        case MemoryCapture(address=a):
+            return (a,)
+        case StringCapture(pointer=p):
+            return (p,)
+        case DumpCapture(address=a, length=n):
+            return (a, n)
+    return ()
 
 
-_SPECIAL_VALUES = {
-    SpecialKind.PID: "((struct gs_event_hdr *)ev)->pid",
-    SpecialKind.TID: "((struct gs_event_hdr *)ev)->tid",
-    SpecialKind.HOST_PID: "((struct gs_event_hdr *)ev)->host_pid",
-    SpecialKind.TIMESTAMP: "((struct gs_event_hdr *)ev)->timestamp_ns",
-}
+def _emit_step(w: CWriter, probe: ProbePlan, step: Step) -> None:
+    match step:
+        case PrintStep(bit=bit, slots=slots):
+            for index in slots:
+                emit_capture(w, probe.slots[index])
+            w.line(f"GS_MARK(ev, {probe.bitmap_offset}, {bit});")
+        case IfStep():
+            _emit_if(w, probe, step)
+
+
+def _emit_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
+    """Soft abort: a failed condition records an ExprError and skips its
+    branch; an `else if` chain goes on."""
+    slot = probe.slots[step.error_slot]
+    cond, failed = f"gs_c{slot.index}", f"gs_cf{slot.index}"
+    fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
+    with w.block():
+        w.line(c.comment(f"if {slot.expr_text}"))
+        w.line(f"__u64 {cond} = 0;")
+        w.line(f"int {failed} = 0;")
+        with w.block():
+            value = emit_scalar(w, slot.capture.condition, fail)
+            w.line(f"{cond} = {value};")
+            w.line(f"goto {done};")
+        w.label(fail)
+        w.line(f"{failed} = 1;")
+        w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
+        w.line(f"GS_MARK(ev, {probe.bitmap_offset}, {step.error_bit});")
+        w.label(done)
+        with w.block(f"if (!{failed} && {cond})"):
+            for inner in step.then:
+                _emit_step(w, probe, inner)
+        if step.otherwise:
+            guard = "1" if step.else_is_chain else f"!{failed}"
+            with w.block(f"else if ({guard})"):
+                for inner in step.otherwise:
+                    _emit_step(w, probe, inner)
+
+
+def emit_capture(w: CWriter, slot: ValueSlot) -> None:
+    """Fill one value slot; failures land on the slot's own label."""
+    fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
+    where = f"ev, {slot.offset}, {slot.data_offset}"
+    with w.block():
+        w.line(c.comment(f"value {slot.index}: {slot.expr_text}"))
+        capture = slot.capture
+        match capture:
+            case NoCapture(reason=reason, optimized_out=gone):
+                w.line(c.comment(f"nothing to read: {reason}"))
+                status = "GS_STATUS_OPTIMIZED_OUT" if gone else "GS_STATUS_UNAVAILABLE"
+                w.line(f"GS_STATUS(ev, {slot.offset}) = {status};")
+                return
+            case ScalarCapture(value=v):
+                w.line(f"GS_STORE({where}, 8, {emit_scalar(w, v, fail)});")
+            case MemoryCapture(address=a, size=size):
+                w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
+            case StringCapture(pointer=p, cap=cap):
+                w.line(f"gs_read_str({where}, {cap}, {emit_scalar(w, p, fail)});")
+            case DumpCapture(address=a, length=n, cap=cap):
+                length = emit_scalar(w, n, fail)
+                w.line(f"gs_read_dump({where}, {cap}, {emit_scalar(w, a, fail)}, "
+                       f"(__s64){length});")
+        w.line(f"goto {done};")
+        w.label(fail)
+        w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
+        w.label(done)

@@ -1,31 +1,27 @@
-"""AST + DWARF facts → Plan. Decides, for every value a script prints, what
-the probe reads and from where at that exact PC; knows no C syntax."""
+"""AST + DWARF facts → Plan: for every trace block at every resolved site,
+the probe's steps (prints and conditions), the values it captures and the
+render recipe. Knows no C syntax."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gs_cgen.abi import abi
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue,
-                                 InRegister, OptimizedOut, UnsupportedLocation,
-                                 VariableLocation, register_name)
-from gs_cgen.dwarf.types import BoolType, EnumType, IntType, strip, type_name, type_size
-from gs_cgen.errors import DebugInfoError, PlanError, UnsupportedError, nearest
-from gs_cgen.plan.model import (ConstantSource, EventTransport, ExprLine, FormatLine,
-                                GlobalMemorySource, ModuleRef, PidNamespace, Plan,
-                                ProbePlan, ProbeSite, RegisterSource, RenderLine,
-                                SlotRef, SpecialKind, SpecialSource, StackMemorySource,
-                                UnavailableSource, ValueSlot, ValueSource, module_cookie)
+from gs_cgen.dwarf.types import ArrayType, PointerType, strip, type_size
+from gs_cgen.errors import PlanError, UnsupportedError
+from gs_cgen.plan import arith, ir
+from gs_cgen.plan.expr import ExprPlanner
+from gs_cgen.plan.model import (Capture, ConditionCapture, DumpCapture, DumpRef,
+                                EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep,
+                                MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
+                                PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
+                                SlotRef, Step, StringCapture, ValueSlot, module_cookie)
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.script import ast
 
-# DWARF register name → struct pt_regs field (arch/x86/include/asm/ptrace.h).
-_PT_REGS_FIELD = {"rax": "ax", "rdx": "dx", "rcx": "cx", "rbx": "bx", "rsi": "si",
-                  "rdi": "di", "rbp": "bp", "rsp": "sp", "rip": "ip",
-                  **{f"r{n}": f"r{n}" for n in range(8, 16)}}
-_SPECIAL_SIZE = 8
-# Each slot: status byte, padding, the address a memory read used (so a
-# failure can name it), then the data.
-_SLOT_HEADER_SIZE = 16
+# Each slot: status byte, u32 length at +4, u64 address at +8, then data.
+SLOT_HEADER_SIZE = 16
+# Structs and arrays larger than this are captured truncated.
+OBJECT_CAP = 2048
 
 
 @dataclass(frozen=True)
@@ -34,6 +30,7 @@ class PlanOptions:
     pid_namespace: PidNamespace
     transport: EventTransport = EventTransport.RINGBUF
     input_pid: int | None = None
+    mem_dump_cap: int = 256
 
 
 def build_plan(script: ast.Script, module, options: PlanOptions) -> Plan:
@@ -42,153 +39,180 @@ def build_plan(script: ast.Script, module, options: PlanOptions) -> Plan:
     probes: list[ProbePlan] = []
     for block in script.traces:
         for site in resolve_sites(block, module, first_probe_id=len(probes)):
-            probes.append(_ProbeBuilder(block, site, module, script.text,
-                                        options.input_pid).build())
+            probes.append(_ProbeBuilder(block, site, module, script.text, options).build())
     cookie = module_cookie(module.path, module.build_id)
     modules = (ModuleRef(module.path, cookie, tuple(module.segments)),)
-    return Plan(tuple(probes), modules, options.pid_namespace,
-                options.transport, options.input_pid, options.script_name)
+    return Plan(tuple(probes), modules, options.pid_namespace, options.transport,
+                options.input_pid, options.script_name)
 
 
+@dataclass
+class _SlotSpec:
+    capture: Capture
+    size: int
+    text: str
+    span: object
+
+
+@dataclass
 class _ProbeBuilder:
     """Plans one trace block at one resolved site."""
 
-    def __init__(self, block: ast.TraceBlock, site: ProbeSite, module, text: str,
-                 input_pid: int | None) -> None:
-        self.block, self.site, self.module, self.text = block, site, module, text
-        self.input_pid = input_pid
-        self.visible = {}
-        for var in module.variables_at(site.address):
-            self.visible.setdefault(var.name, var)   # innermost scope wins
-        self.slots: list[ValueSlot] = []
-        self.next_offset = abi().structs["gs_event_hdr"].size
+    block: ast.TraceBlock
+    site: ProbeSite
+    module: object
+    text: str
+    options: PlanOptions
+    slots: list[_SlotSpec] = field(default_factory=list)
+    lines: list[RenderLine] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        visible = {}
+        for var in self.module.variables_at(self.site.address):
+            visible.setdefault(var.name, var)   # innermost scope wins
+        where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
+        self.exprs = ExprPlanner(self.module, visible, where, self.options.input_pid,
+                                 abi().constants["GS_COMPARE_CAP"], self.text)
 
     def build(self) -> ProbePlan:
-        lines = [line for stmt in self.block.body for line in self._statement(stmt)]
-        return ProbePlan(self.site, tuple(self.slots), tuple(lines), self.next_offset)
+        steps = self._block(self.block.body)
+        return _layout(self.site, self.slots, self.lines, steps)
 
-    def _statement(self, stmt: ast.Stmt) -> list[RenderLine]:
+    # --------------------------------------------------------- statements
+    def _block(self, body: tuple[ast.Stmt, ...]) -> tuple[Step, ...]:
+        self.exprs.scopes.append({})
+        try:
+            return tuple(step for stmt in body for step in self._statement(stmt))
+        finally:
+            self.exprs.scopes.pop()
+
+    def _statement(self, stmt: ast.Stmt) -> list[Step]:
         match stmt:
             case ast.PrintExpr(expr=expr, text=text):
-                return [ExprLine(text, self._slot(expr, text))]
-            case ast.PrintFormat(format=fmt, args=args):
-                return [self._format_line(fmt, args)]
-            case ast.Let():
-                raise UnsupportedError("not supported yet: 'let' script variables", stmt.span)
+                slot = self._value_slot(expr, text, ast.FormatKind.DEFAULT)
+                return [self._line(lambda bit: ExprLine(text, slot, bit), (slot,))]
+            case ast.PrintFormat():
+                return [self._format(stmt)]
+            case ast.Let(name=name, value=value):
+                self.exprs.scopes[-1][name] = self.exprs.place(value)
+                return []
             case ast.If():
-                raise UnsupportedError("not supported yet: 'if' conditions", stmt.span)
+                return [self._if(stmt)]
             case ast.Backtrace():
                 raise UnsupportedError("not supported yet: 'bt' backtraces", stmt.span)
         raise UnsupportedError(f"not supported yet: {type(stmt).__name__}", stmt.span)
 
-    def _format_line(self, fmt: ast.FormatString, args: tuple[ast.Expr, ...]) -> FormatLine:
-        pieces: list[str | SlotRef] = []
-        arg_iter = iter(args)
-        for piece in fmt.pieces:
+    def _line(self, make, slots: tuple[int, ...]) -> PrintStep:
+        bit = len(self.lines)
+        self.lines.append(make(bit))
+        return PrintStep(bit, slots)
+
+    def _if(self, stmt: ast.If) -> IfStep:
+        condition = self.exprs.truth(stmt.condition)
+        slot = self._add_slot(ConditionCapture(condition), 0, stmt.condition_text,
+                              stmt.condition.span)
+        bit = len(self.lines)
+        self.lines.append(ExprErrorLine(stmt.condition_text, slot, bit))
+        then = self._block(stmt.then_body)
+        chain = len(stmt.else_body) == 1 and isinstance(stmt.else_body[0], ast.If)
+        otherwise = self._block(stmt.else_body)
+        return IfStep(slot, bit, then, otherwise, chain)
+
+    # ------------------------------------------------------------- prints
+    def _format(self, stmt: ast.PrintFormat) -> PrintStep:
+        pieces, slots = [], []
+        args = iter(stmt.args)
+        for piece in stmt.format.pieces:
             if isinstance(piece, str):
                 pieces.append(piece)
-                continue
-            if piece.dump is not ast.DumpLength.NONE:
-                raise UnsupportedError("not supported yet: memory-dump format specifiers",
-                                       fmt.span)
-            arg = next(arg_iter)
-            pieces.append(SlotRef(self._slot(arg, arg.span.slice(self.text)), piece.kind))
-        return FormatLine(tuple(pieces))
+            elif piece.dump is ast.DumpLength.NONE:
+                arg = next(args)
+                literal = self._literal_text(arg)
+                if literal is not None:
+                    pieces.append(literal)
+                    continue
+                slot = self._value_slot(arg, arg.span.slice(self.text), piece.kind)
+                pieces.append(SlotRef(slot, piece.kind))
+                slots.append(slot)
+            else:
+                slot = self._dump_slot(piece, args)
+                pieces.append(DumpRef(slot, piece.kind.value))
+                slots.append(slot)
+        return self._line(lambda bit: FormatLine(tuple(pieces), bit), tuple(slots))
 
-    def _slot(self, expr: ast.Expr, text: str) -> int:
-        source, ctype, size = self._value(expr)
-        offset = self.next_offset
-        data_offset = offset + _SLOT_HEADER_SIZE
-        slot = ValueSlot(len(self.slots), offset, data_offset, size, source, ctype,
-                         text, expr.span)
-        self.slots.append(slot)
-        self.next_offset = data_offset + _align(size, 8)
-        return slot.index
+    def _literal_text(self, arg: ast.Expr) -> str | None:
+        place = self.exprs.place(arg) if isinstance(arg, (ast.Name, ast.StringLiteral)) else None
+        if isinstance(place, ir.StringPlace):
+            return place.value.decode("utf-8", errors="replace")
+        return None
 
-    def _value(self, expr: ast.Expr):
-        match expr:
-            case ast.Name(ident=ident):
-                return self._variable(ident, expr)
-            case ast.SpecialVar(ident=ident):
-                return self._special(_special_kind(ident, expr), expr), None, _SPECIAL_SIZE
-            case ast.IntLiteral(value=value):
-                return ConstantSource(value), None, _SPECIAL_SIZE
-        raise UnsupportedError(
-            f"not supported yet: {_describe(expr)} (only variables, special variables "
-            "and integer literals can be printed in this version)", expr.span)
+    def _value_slot(self, expr: ast.Expr, text: str, kind: ast.FormatKind) -> int:
+        place = self.exprs.place(expr)
+        capture, size = self._capture(place, kind, expr)
+        return self._add_slot(capture, size, text, expr.span)
 
-    def _special(self, kind: SpecialKind, expr: ast.SpecialVar) -> ValueSource:
-        if kind is not SpecialKind.INPUT_PID:
-            return SpecialSource(kind)
-        if self.input_pid is None:
-            raise PlanError("$input_pid is only available with -p PID", expr.span)
-        return ConstantSource(self.input_pid)
+    def _capture(self, place: ir.Place, kind: ast.FormatKind, expr: ast.Expr):
+        match place:
+            case ir.UnavailablePlace(ctype=t, reason=reason, optimized_out=gone):
+                return NoCapture(t, reason, gone), 0
+            case ir.StringPlace():
+                raise PlanError("print a string literal as a format string", expr.span)
+            case ir.ValuePlace(value=v, ctype=t) | ir.BitFieldPlace(value=v, ctype=t):
+                if arith.is_string_type(t) and kind is not ast.FormatKind.POINTER:
+                    return StringCapture(v, t, self.options.mem_dump_cap), \
+                        self.options.mem_dump_cap
+                return ScalarCapture(v, t), 8
+        ctype = place.ctype
+        if isinstance(strip(ctype), PointerType) and arith.is_string_type(ctype) \
+                and kind is not ast.FormatKind.POINTER:
+            pointer, _ = self.exprs.value(place, expr)
+            cap = self.options.mem_dump_cap
+            return StringCapture(pointer, ctype, cap), cap
+        if kind is ast.FormatKind.POINTER and isinstance(strip(ctype), ArrayType):
+            return ScalarCapture(place.address, arith.pointer_to(strip(ctype).element)), 8
+        size = type_size(ctype)
+        cap = self.options.mem_dump_cap if arith.is_string_type(ctype) else OBJECT_CAP
+        return MemoryCapture(place.address, ctype, min(size, cap)), min(size, cap)
 
-    def _variable(self, name: str, expr: ast.Name):
-        var = self.visible.get(name)
-        if var is not None:
-            if isinstance(var.location, AtAddress):    # a function-level static
-                return self._typed(var.type, self._static(var.location.address), name, expr)
-            return self._typed(var.type, _location_source(var.location), name, expr)
-        glob = self.module.find_global(name)
-        if glob is not None:
-            return self._typed(glob.type, self._static(glob.address), name, expr)
-        pool = list(self.visible) + self.module.global_names()
-        where = self.site.function or self.site.pattern_text
-        raise PlanError(f"no variable '{name}' at {where} ({self.block.pattern_text})",
-                        expr.span, candidates=nearest(name, pool))
+    def _dump_slot(self, piece: ast.Placeholder, args) -> int:
+        if piece.dump is ast.DumpLength.STATIC:
+            length = ir.Const(piece.static_length)
+        elif piece.dump is ast.DumpLength.STAR:
+            length_expr = next(args)
+            length, _ = self.exprs.integer(length_expr)
+        else:
+            name = ast.Name(piece.length_variable, self.block.span)
+            length, _ = self.exprs.integer(name)
+        arg = next(args)
+        address = self.exprs.string_address(self.exprs.place(arg), arg)
+        cap = self.options.mem_dump_cap
+        return self._add_slot(DumpCapture(address, length, cap), cap,
+                              arg.span.slice(self.text), arg.span)
 
-    def _static(self, address: int) -> GlobalMemorySource:
-        cookie = module_cookie(self.module.path, self.module.build_id)
-        return GlobalMemorySource(cookie, self.module.section_of(address), address)
-
-    def _typed(self, ctype, source: ValueSource, name: str, expr: ast.Expr):
-        if not isinstance(strip(ctype), (IntType, BoolType, EnumType)):
-            raise UnsupportedError(
-                f"not supported yet: printing '{name}' of type '{type_name(ctype)}' "
-                "(this version prints integer, bool and enum values)", expr.span)
-        return source, ctype, type_size(ctype)
-
-
-def _location_source(location: VariableLocation) -> ValueSource:
-    match location:
-        case InRegister(reg, offset):
-            field = _PT_REGS_FIELD.get(register_name(reg))
-            if field is None:
-                return UnavailableSource(
-                    f"value lives in {register_name(reg)}, which a uprobe cannot read",
-                    optimized_out=False)
-            return RegisterSource(field, offset)
-        case AtRegisterOffset(reg, offset):
-            field = _PT_REGS_FIELD.get(register_name(reg))
-            if field is None:
-                return UnavailableSource(f"frame base in {register_name(reg)}", False)
-            return StackMemorySource(field, offset)
-        case AtAddress():
-            raise AssertionError("static locations are planned as globals")
-        case ImplicitValue(value):
-            return ConstantSource(value)
-        case OptimizedOut(reason):
-            return UnavailableSource(reason, optimized_out=True)
-        case UnsupportedLocation(reason):
-            return UnavailableSource(f"unsupported location: {reason}", optimized_out=False)
-    raise TypeError(location)
+    def _add_slot(self, capture: Capture, size: int, text: str, span) -> int:
+        self.slots.append(_SlotSpec(capture, size, text, span))
+        return len(self.slots) - 1
 
 
-def _special_kind(ident: str, expr: ast.SpecialVar) -> SpecialKind:
-    try:
-        return SpecialKind(ident)
-    except ValueError:
-        valid = ", ".join(f"${k.value}" for k in SpecialKind)
-        raise PlanError(f"unknown special variable '${ident}' (valid: {valid})",
-                        expr.span) from None
-
-
-def _describe(expr: ast.Expr) -> str:
-    return {ast.Member: "member access", ast.Index: "indexing", ast.Unary: "unary operators",
-            ast.Binary: "binary operators", ast.Cast: "cast()", ast.Call: "builtin calls",
-            ast.StringLiteral: "string literals", ast.BoolLiteral: "boolean literals"
-            }.get(type(expr), type(expr).__name__)
+def _layout(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],
+            steps: tuple[Step, ...]) -> ProbePlan:
+    """Header, executed-lines bitmap, then 8-byte-aligned slots."""
+    bitmap_offset = abi().structs["gs_event_hdr"].size
+    bitmap_words = max(1, (len(lines) + 63) // 64)
+    offset = bitmap_offset + 8 * bitmap_words
+    slots = []
+    for index, spec in enumerate(specs):
+        data_offset = offset + SLOT_HEADER_SIZE
+        slots.append(ValueSlot(index, offset, data_offset, spec.size, spec.capture,
+                               spec.text, spec.span))
+        offset = data_offset + _align(spec.size, 8)
+    limit = abi().constants["GS_MAX_EVENT_SIZE"]
+    if offset > limit:
+        raise PlanError(f"the values of '{site.pattern_text}' need {offset} bytes per event, "
+                        f"more than the {limit}-byte limit; split the trace block or lower "
+                        "--mem-dump-cap")
+    return ProbePlan(site, tuple(slots), tuple(lines), steps, bitmap_offset, bitmap_words,
+                     offset)
 
 
 def _align(value: int, alignment: int) -> int:

@@ -12,6 +12,7 @@ from enum import Enum
 
 from gs_cgen.dwarf.model import LoadSegment
 from gs_cgen.dwarf.types import CType
+from gs_cgen.plan.ir import Scalar
 from gs_cgen.script.ast import FormatKind
 from gs_cgen.source import SourceSpan
 
@@ -38,83 +39,81 @@ class ProbeSite:
     source_line: int | None
 
 
-# ------------------------------------------------------------ value sources
+# ----------------------------------------------------------- value captures
+# What the probe stores in a value slot. Slot layout (plan/build.py):
+# status byte, u32 length at +4, u64 failing/base address at +8, data at +16.
 
 @dataclass(frozen=True)
-class RegisterSource:
-    """value = pt_regs register + offset (DW_OP_regN / bregN+stack_value)."""
+class ScalarCapture:
+    """A 64-bit value computed in the probe (register, arithmetic, pointer)."""
 
-    register: str             # struct pt_regs field: "di", "bp", ...
-    offset: int = 0
-
-
-@dataclass(frozen=True)
-class StackMemorySource:
-    """value is in memory at register + offset (a frame slot)."""
-
-    register: str
-    offset: int
+    value: Scalar
+    ctype: CType
 
 
 @dataclass(frozen=True)
-class GlobalMemorySource:
-    """value is in memory at link-time `address` + the module's run-time
-    offset for `section`, looked up in proc_module_offsets."""
+class MemoryCapture:
+    """`size` bytes of an object in target memory (size < type size when capped)."""
 
-    module_cookie: int
-    section: str              # "text" | "rodata" | "data" | "bss"
-    address: int
-
-
-@dataclass(frozen=True)
-class ConstantSource:
-    value: int
-
-
-class SpecialKind(Enum):
-    PID = "pid"
-    TID = "tid"
-    HOST_PID = "host_pid"
-    INPUT_PID = "input_pid"
-    TIMESTAMP = "timestamp"
+    address: Scalar
+    ctype: CType
+    size: int
 
 
 @dataclass(frozen=True)
-class SpecialSource:
-    """A `$name` special variable; pid/tid/timestamp come from the event header."""
+class StringCapture:
+    """A C string read through `pointer` with bpf_probe_read_user_str."""
 
-    kind: SpecialKind
+    pointer: Scalar
+    ctype: CType
+    cap: int
 
 
 @dataclass(frozen=True)
-class UnavailableSource:
-    """Nothing to read: renders as `<OPTIMIZED_OUT>` or an error."""
+class DumpCapture:
+    """A memory dump ({:x.N}/{:s.N}): `length` bytes (clamped to `cap`)."""
 
+    address: Scalar
+    length: Scalar
+    cap: int
+
+
+@dataclass(frozen=True)
+class NoCapture:
+    """Nothing to read: renders `<OPTIMIZED_OUT>` or `<error: reason>`."""
+
+    ctype: CType | None
     reason: str
-    optimized_out: bool = True
+    optimized_out: bool
 
 
-ValueSource = (RegisterSource | StackMemorySource | GlobalMemorySource
-               | ConstantSource | SpecialSource | UnavailableSource)
+@dataclass(frozen=True)
+class ConditionCapture:
+    """The error slot of an `if` condition (status and failing address only)."""
+
+    condition: Scalar
+
+
+Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture
+           | ConditionCapture)
 
 
 @dataclass(frozen=True)
 class ValueSlot:
-    """One value in the event body: a status byte at `offset`, then `size`
-    data bytes at `data_offset` (both from the start of the event)."""
+    """One value in the event body: header at `offset`, `size` data bytes at
+    `data_offset` (both from the start of the event)."""
 
     index: int
     offset: int
     data_offset: int
     size: int
-    source: ValueSource
-    ctype: CType | None       # None for special variables (u64)
+    capture: Capture
     expr_text: str
     span: SourceSpan
 
     @property
-    def reads_memory(self) -> bool:
-        return isinstance(self.source, (StackMemorySource, GlobalMemorySource))
+    def ctype(self) -> CType | None:
+        return getattr(self.capture, "ctype", None)
 
 
 # ---------------------------------------------------------- render recipe
@@ -128,10 +127,19 @@ class SlotRef:
 
 
 @dataclass(frozen=True)
+class DumpRef:
+    """A memory-dump placeholder: `style` is "x" or "s"."""
+
+    slot: int
+    style: str
+
+
+@dataclass(frozen=True)
 class FormatLine:
     """`print "fmt", args;`: literal text and slot references."""
 
-    pieces: tuple[str | SlotRef, ...]
+    pieces: tuple[str | SlotRef | DumpRef, ...]
+    bit: int
 
 
 @dataclass(frozen=True)
@@ -140,9 +148,44 @@ class ExprLine:
 
     text: str
     slot: int
+    bit: int
 
 
-RenderLine = FormatLine | ExprLine
+@dataclass(frozen=True)
+class ExprErrorLine:
+    """`ExprError: <expr> (<reason> at 0xADDR)` when a condition failed."""
+
+    text: str
+    slot: int
+    bit: int
+
+
+RenderLine = FormatLine | ExprLine | ExprErrorLine
+
+
+# ------------------------------------------------------------ probe steps
+
+@dataclass(frozen=True)
+class PrintStep:
+    """Fill `slots` and mark line `bit` as printed."""
+
+    bit: int
+    slots: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class IfStep:
+    """`if`: on a failed condition, record `error_slot`/`error_bit` and run
+    `otherwise` only when it is an `else if` chain (soft abort)."""
+
+    error_slot: int
+    error_bit: int
+    then: tuple["Step", ...]
+    otherwise: tuple["Step", ...]
+    else_is_chain: bool
+
+
+Step = PrintStep | IfStep
 
 
 @dataclass(frozen=True)
@@ -150,6 +193,9 @@ class ProbePlan:
     site: ProbeSite
     slots: tuple[ValueSlot, ...]
     lines: tuple[RenderLine, ...]
+    steps: tuple[Step, ...]
+    bitmap_offset: int
+    bitmap_words: int
     event_size: int
 
 

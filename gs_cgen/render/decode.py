@@ -1,4 +1,8 @@
-"""Event bytes + the probe's plan → typed values. Pure; no BCC."""
+"""Event bytes + the probe's plan → typed values per slot. Pure; no BCC.
+
+The slot layout (plan/build.py): status byte at +0, u32 length at +4, u64
+address at +8, data from +16. The value trees live in render/values.py.
+"""
 from __future__ import annotations
 
 import struct
@@ -6,8 +10,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from gs_cgen.abi import abi
-from gs_cgen.dwarf.types import BoolType, CType, EnumType, IntType, strip
-from gs_cgen.plan.model import ProbePlan, UnavailableSource, ValueSlot
+from gs_cgen.dwarf.types import type_size
+from gs_cgen.plan import arith
+from gs_cgen.plan.model import (ConditionCapture, DumpCapture, MemoryCapture, NoCapture,
+                                ProbePlan, ScalarCapture, StringCapture, ValueSlot)
 
 
 class ValueStatus(Enum):
@@ -20,9 +26,10 @@ class ValueStatus(Enum):
     TRUNCATED = "truncated"
     OFFSETS_UNAVAILABLE = "offsets_unavailable"
     ZERO_LENGTH = "zero_length"
+    DIV_BY_ZERO = "division_by_zero"
 
 
-_STATUS_BY_CODE = {
+_STATUS_NAMES = {
     "GS_STATUS_OK": ValueStatus.OK,
     "GS_STATUS_NULL_DEREF": ValueStatus.NULL_DEREF,
     "GS_STATUS_READ_ERROR": ValueStatus.READ_ERROR,
@@ -30,19 +37,18 @@ _STATUS_BY_CODE = {
     "GS_STATUS_TRUNCATED": ValueStatus.TRUNCATED,
     "GS_STATUS_OFFSETS_UNAVAILABLE": ValueStatus.OFFSETS_UNAVAILABLE,
     "GS_STATUS_ZERO_LENGTH": ValueStatus.ZERO_LENGTH,
+    "GS_STATUS_OPTIMIZED_OUT": ValueStatus.OPTIMIZED_OUT,
+    "GS_STATUS_DIV_BY_ZERO": ValueStatus.DIV_BY_ZERO,
+    "GS_STATUS_UNAVAILABLE": ValueStatus.UNAVAILABLE,
 }
 
 
 @dataclass(frozen=True)
-class Value:
-    """One decoded value. `data` is an int/bool/enumerator-name tuple when
-    OK; `detail` carries the failing address or the unavailability reason."""
+class Dump:
+    """The bytes of a memory dump placeholder ({:x.N}, {:s.N})."""
 
-    status: ValueStatus
-    ctype: CType | None
-    data: object = None
-    error_address: int | None = None
-    detail: str | None = None
+    data: bytes
+    truncated: bool
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,11 @@ class Event:
     host_pid: int
     host_tid: int
     timestamp_ns: int
-    values: tuple[Value, ...]
+    executed: int                 # bitmap of rendered lines that ran
+    values: tuple                 # per slot: a values.Value or a Dump
+
+    def ran(self, bit: int) -> bool:
+        return bool(self.executed >> bit & 1)
 
 
 def event_header(raw: bytes) -> dict[str, int]:
@@ -62,39 +72,60 @@ def event_header(raw: bytes) -> dict[str, int]:
 
 def decode(raw: bytes, probe: ProbePlan) -> Event:
     hdr = event_header(raw)
-    values = tuple(decode_slot(raw, slot) for slot in probe.slots)
+    executed = 0
+    for word in range(probe.bitmap_words):
+        value = struct.unpack_from("<Q", raw, probe.bitmap_offset + 8 * word)[0]
+        executed |= value << (64 * word)
+    values = tuple(decode_slot(raw, slot) if _slot_ran(slot, probe, executed) else None
+                   for slot in probe.slots)
     return Event(hdr["probe_id"], hdr["pid"], hdr["tid"], hdr["host_pid"], hdr["host_tid"],
-                 hdr["timestamp_ns"], values)
+                 hdr["timestamp_ns"], executed, values)
 
 
-def decode_slot(raw: bytes, slot: ValueSlot) -> Value:
-    if isinstance(slot.source, UnavailableSource):
-        status = (ValueStatus.OPTIMIZED_OUT if slot.source.optimized_out
-                  else ValueStatus.UNAVAILABLE)
-        return Value(status, slot.ctype, detail=slot.source.reason)
-    status = _status(raw[slot.offset])
-    if status is not ValueStatus.OK:
-        address = struct.unpack_from("<Q", raw, slot.offset + 8)[0] if slot.reads_memory else None
-        return Value(status, slot.ctype, error_address=address)
-    data = raw[slot.data_offset:slot.data_offset + slot.size]
-    return Value(ValueStatus.OK, slot.ctype, decode_scalar(data, slot.ctype))
+def _slot_ran(slot: ValueSlot, probe: ProbePlan, executed: int) -> bool:
+    # Slots of lines that did not run hold stale scratch bytes: never decode them.
+    return any(executed >> line.bit & 1 for line in probe.lines if _uses(line, slot.index))
 
 
-def _status(code: int) -> ValueStatus:
-    for name, status in _STATUS_BY_CODE.items():
+def _uses(line, index: int) -> bool:
+    if hasattr(line, "pieces"):
+        return any(getattr(p, "slot", None) == index for p in line.pieces)
+    return line.slot == index
+
+
+def status_of(code: int) -> ValueStatus:
+    for name, status in _STATUS_NAMES.items():
         if abi().constants[name] == code:
             return status
     return ValueStatus.READ_ERROR
 
 
-def decode_scalar(data: bytes, ctype: CType | None):
-    """Integers by their width and signedness; bool as bool; enum as int."""
-    base = strip(ctype) if ctype is not None else None
-    match base:
-        case None:
-            return int.from_bytes(data, "little", signed=False)
-        case BoolType():
-            return any(data)
-        case IntType(signed=signed) | EnumType(signed=signed):
-            return int.from_bytes(data, "little", signed=signed)
-    raise TypeError(f"cannot decode {ctype!r} yet")
+def decode_slot(raw: bytes, slot: ValueSlot):
+    from gs_cgen.render import values  # noqa: PLC0415 — values imports ValueStatus from here
+    capture = slot.capture
+    status = status_of(raw[slot.offset])
+    length = struct.unpack_from("<I", raw, slot.offset + 4)[0]
+    address = struct.unpack_from("<Q", raw, slot.offset + 8)[0]
+    data = raw[slot.data_offset:slot.data_offset + slot.size]
+    if isinstance(capture, NoCapture):
+        gone = ValueStatus.OPTIMIZED_OUT if capture.optimized_out else ValueStatus.UNAVAILABLE
+        return values.error_value(gone, None, capture.reason, capture.ctype)
+    if status is not ValueStatus.OK:
+        return values.error_value(status, address, None, slot.ctype)
+    match capture:
+        case ScalarCapture(ctype=ctype):
+            number = int.from_bytes(data[:8], "little")
+            if arith.is_integer(ctype) or ctype is None:
+                return values.decode_integer(ctype, number)
+            size = min(type_size(ctype), 8)
+            return values.decode_object(ctype, data[:size])
+        case MemoryCapture(ctype=ctype, size=size):
+            return values.decode_object(ctype, data[:size], size < type_size(ctype),
+                                        address=address)
+        case StringCapture(ctype=ctype, cap=cap):
+            return values.decode_cstring(ctype, address, data[:length], length >= cap)
+        case DumpCapture(cap=cap):
+            return Dump(data[:min(length, cap)], length > cap)
+        case ConditionCapture():
+            return None
+    raise TypeError(capture)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import struct
 
-from gs_cgen.dwarf.types import (BoolType, CType, EnumType, PointerType, StructType, strip,
+from gs_cgen.dwarf.types import (CType, PointerType, StructType, strip,
                                  type_name, type_size)
 from gs_cgen.render.decode import ValueStatus
 from gs_cgen.render.values import (ArrayValue, BoolValue, EnumValue, ErrorValue, FloatValue,
@@ -258,42 +258,3 @@ def _is_truncated(value: Value) -> bool:
         case ArrayValue(elements=elements, truncated=truncated):
             return truncated or any(_is_truncated(element) for element in elements)
     return False
-
-
-# --- the older decode.Value path, until decode.py builds values.Value trees ---
-
-def value_text(value, kind: FormatKind = FormatKind.DEFAULT) -> str:
-    if value.status is not ValueStatus.OK:
-        return error_text(value)
-    base = strip(value.ctype) if value.ctype is not None else None
-    if kind in (FormatKind.HEX, FormatKind.HEX_UPPER, FormatKind.POINTER):
-        return _hex(value.data, value.ctype, kind)
-    if isinstance(base, BoolType):
-        return "true" if value.data else "false"
-    if isinstance(base, EnumType):
-        return enum_text(base, value.data)
-    return str(value.data)
-
-
-def error_text(value) -> str:
-    return status_text(value.status, value.error_address, value.detail)
-
-
-def enum_text(enum: EnumType, number: int) -> str:
-    name = enum.name or "enum"
-    for enumerator, enum_value in enum.enumerators:
-        if enum_value == number:
-            return f"{name}::{enumerator}"
-    return f"{name}::<{number}>"
-
-
-def _hex(number, ctype: CType | None, kind: FormatKind) -> str:
-    """Rust-style: two's complement at the value's width, no prefix for
-    {:x}/{:X}; {:p} prints 0x-prefixed lowercase."""
-    width = type_size(ctype) if ctype is not None else 8
-    unsigned = int(number) & ((1 << (8 * width)) - 1)
-    if kind is FormatKind.HEX_UPPER:
-        return f"{unsigned:X}"
-    if kind is FormatKind.POINTER:
-        return f"0x{unsigned:x}"
-    return f"{unsigned:x}"

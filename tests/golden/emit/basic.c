@@ -107,37 +107,93 @@ int gs_probe_0(struct pt_regs *ctx)
     __u8 *ev = gs_begin_event(0, 160);
     if (!ev)
         return 0;
+    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
+    __u8 *work = ev + GS_MAX_EVENT_SIZE;
+    __u8 gs_st = 0;
+    __u64 gs_fa = 0;
+    *(__u64 *)(ev + 40) = 0;
     struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ev, 0x10f5dab2c49d9be6ULL);
-    /* value 0: fd */
-    gs_read_user(ev, 40, 56, 4, ctx->bp + (-(__s64)0x14LL));
-    /* value 1: size */
-    GS_STORE(ev, 64, 80, 8, ctx->si + ((__s64)0x0LL));
-    /* value 2: g_count */
-    if (gs_offsets_10f5dab2c49d9be6)
-        gs_read_user(ev, 88, 104, 4, 0x4010ULL + gs_offsets_10f5dab2c49d9be6->data);
-    else
-        GS_FAIL(ev, 88, 104, 4, GS_STATUS_OFFSETS_UNAVAILABLE);
-    /* value 3: ok */
-    /* nothing to read: not available at this PC */
-    /* value 4: $pid */
-    GS_STORE(ev, 136, 152, 8, ((struct gs_event_hdr *)ev)->pid);
+    {
+        /* value 0: fd */
+        gs_read_user(ev, 48, 64, 4, ((__u64)((((__u64)ctx->bp)) + (0xffffffffffffffecULL))));
+        goto gs_done_0;
+    gs_fail_0:;
+        gs_fail_value(ev, 48, gs_st, gs_fa);
+    gs_done_0:;
+    }
+    {
+        /* value 1: size */
+        GS_STORE(ev, 72, 88, 8, ((__u64)ctx->si));
+        goto gs_done_1;
+    gs_fail_1:;
+        gs_fail_value(ev, 72, gs_st, gs_fa);
+    gs_done_1:;
+    }
+    {
+        /* value 2: g_count */
+        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4010ULL; goto gs_fail_2; }
+        gs_read_user(ev, 96, 112, 4, (0x4010ULL + gs_offsets_10f5dab2c49d9be6->data));
+        goto gs_done_2;
+    gs_fail_2:;
+        gs_fail_value(ev, 96, gs_st, gs_fa);
+    gs_done_2:;
+    }
+    GS_MARK(ev, 40, 0);
+    {
+        /* value 3: ok */
+        /* nothing to read: not available at this PC */
+        GS_STATUS(ev, 120) = GS_STATUS_OPTIMIZED_OUT;
+    }
+    GS_MARK(ev, 40, 1);
+    {
+        /* value 4: $pid */
+        GS_STORE(ev, 136, 152, 8, ((__u64)hdr->pid));
+        goto gs_done_4;
+    gs_fail_4:;
+        gs_fail_value(ev, 136, gs_st, gs_fa);
+    gs_done_4:;
+    }
+    GS_MARK(ev, 40, 2);
     return gs_submit(ctx, ev, 160);
 }
 
 int gs_probe_1(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(1, 112);
+    __u8 *ev = gs_begin_event(1, 120);
     if (!ev)
         return 0;
+    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
+    __u8 *work = ev + GS_MAX_EVENT_SIZE;
+    __u8 gs_st = 0;
+    __u64 gs_fa = 0;
+    *(__u64 *)(ev + 40) = 0;
     struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ev, 0x10f5dab2c49d9be6ULL);
-    /* value 0: g_color */
-    if (gs_offsets_10f5dab2c49d9be6)
-        gs_read_user(ev, 40, 56, 4, 0x4014ULL + gs_offsets_10f5dab2c49d9be6->data);
-    else
-        GS_FAIL(ev, 40, 56, 4, GS_STATUS_OFFSETS_UNAVAILABLE);
-    /* value 1: $timestamp */
-    GS_STORE(ev, 64, 80, 8, ((struct gs_event_hdr *)ev)->timestamp_ns);
-    /* value 2: $input_pid */
-    GS_STORE(ev, 88, 104, 8, 0x4d2ULL);
-    return gs_submit(ctx, ev, 112);
+    {
+        /* value 0: g_color */
+        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4014ULL; goto gs_fail_0; }
+        gs_read_user(ev, 48, 64, 4, (0x4014ULL + gs_offsets_10f5dab2c49d9be6->data));
+        goto gs_done_0;
+    gs_fail_0:;
+        gs_fail_value(ev, 48, gs_st, gs_fa);
+    gs_done_0:;
+    }
+    GS_MARK(ev, 40, 0);
+    {
+        /* value 1: $timestamp */
+        GS_STORE(ev, 72, 88, 8, ((__u64)hdr->timestamp_ns));
+        goto gs_done_1;
+    gs_fail_1:;
+        gs_fail_value(ev, 72, gs_st, gs_fa);
+    gs_done_1:;
+    }
+    {
+        /* value 2: $input_pid */
+        GS_STORE(ev, 96, 112, 8, 0x4d2ULL);
+        goto gs_done_2;
+    gs_fail_2:;
+        gs_fail_value(ev, 96, gs_st, gs_fa);
+    gs_done_2:;
+    }
+    GS_MARK(ev, 40, 1);
+    return gs_submit(ctx, ev, 120);
 }

@@ -103,12 +103,30 @@ static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
 
 int gs_probe_0(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(0, 88);
+    __u8 *ev = gs_begin_event(0, 96);
     if (!ev)
         return 0;
-    /* value 0: $tid */
-    GS_STORE(ev, 40, 56, 8, ((struct gs_event_hdr *)ev)->tid);
-    /* value 1: size */
-    GS_STORE(ev, 64, 80, 8, ctx->si + ((__s64)0x0LL));
-    return gs_submit(ctx, ev, 88);
+    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
+    __u8 *work = ev + GS_MAX_EVENT_SIZE;
+    __u8 gs_st = 0;
+    __u64 gs_fa = 0;
+    *(__u64 *)(ev + 40) = 0;
+    {
+        /* value 0: $tid */
+        GS_STORE(ev, 48, 64, 8, ((__u64)hdr->tid));
+        goto gs_done_0;
+    gs_fail_0:;
+        gs_fail_value(ev, 48, gs_st, gs_fa);
+    gs_done_0:;
+    }
+    {
+        /* value 1: size */
+        GS_STORE(ev, 72, 88, 8, ((__u64)ctx->si));
+        goto gs_done_1;
+    gs_fail_1:;
+        gs_fail_value(ev, 72, gs_st, gs_fa);
+    gs_done_1:;
+    }
+    GS_MARK(ev, 40, 0);
+    return gs_submit(ctx, ev, 96);
 }

@@ -7,13 +7,13 @@ from gs_cgen.abi import abi
 from gs_cgen.dwarf.model import AtAddress, InRegister, VariableKind, VisibleVariable
 from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan.build import PlanOptions, build_plan
-from gs_cgen.plan.model import (ConstantSource, ExprLine, FormatLine, GlobalMemorySource,
-                                PidNamespace, RegisterSource, SlotRef, SpecialKind,
-                                SpecialSource, StackMemorySource, UnavailableSource,
+from gs_cgen.plan import ir
+from gs_cgen.plan.model import (ExprErrorLine, ExprLine, FormatLine, IfStep, MemoryCapture,
+                                NoCapture, PidNamespace, PrintStep, ScalarCapture, SlotRef,
                                 module_cookie)
 from gs_cgen.script.ast import FormatKind
 from gs_cgen.script.parser import parse
-from tests.fakes import INT
+from tests.fakes import BOOL, INT, LONG
 from tests.unit.emit.test_golden import server_module
 
 OPTIONS = PlanOptions("t.gs", PidNamespace(False), input_pid=77)
@@ -23,52 +23,72 @@ def plan(text: str, module=None):
     return build_plan(parse(text), module or server_module(), OPTIONS)
 
 
-def test_sources_follow_locations():
+def test_captures_follow_locations():
     probe = plan("trace handle { print fd; print size; print g_count; print ok; }").probes[0]
-    sources = [slot.source for slot in probe.slots]
+    captures = [slot.capture for slot in probe.slots]
     cookie = module_cookie("/opt/app/bin/server", server_module().build_id)
-    assert sources == [StackMemorySource("bp", -20), RegisterSource("si", 0),
-                       GlobalMemorySource(cookie, "data", 0x4010),
-                       UnavailableSource("not available at this PC", True)]
+    frame_slot = ir.BinaryOp("+", ir.RegisterValue("bp"), ir.Const(-20), False)
+    assert captures[0] == MemoryCapture(frame_slot, INT, 4)
+    assert captures[1] == ScalarCapture(ir.RegisterValue("si"), LONG)
+    assert captures[2] == MemoryCapture(ir.ModuleAddress(cookie, "data", 0x4010), INT, 4)
+    assert captures[3] == NoCapture(BOOL, "not available at this PC", True)
 
 
-def test_slots_are_laid_out_after_the_header_without_overlap():
+def test_slots_are_laid_out_after_header_and_bitmap_without_overlap():
     probe = plan("trace handle { print fd; print size; print $pid; }").probes[0]
     header = abi().structs["gs_event_hdr"].size
-    assert probe.slots[0].offset == header
+    assert probe.bitmap_offset == header and probe.bitmap_words == 1
+    assert probe.slots[0].offset == header + 8
     for before, after in zip(probe.slots, probe.slots[1:]):
         assert after.offset >= before.data_offset + before.size
-        assert before.data_offset >= before.offset + 16   # status + failing address
+        assert before.data_offset == before.offset + 16   # status, length, address
     assert probe.event_size >= probe.slots[-1].data_offset + probe.slots[-1].size
 
 
 def test_render_recipe_binds_placeholders_to_slots():
     probe = plan('trace handle { print "fd={} {:x}", fd, size; print g_count; }').probes[0]
     assert probe.lines == (FormatLine(("fd=", SlotRef(0, FormatKind.DEFAULT), " ",
-                                       SlotRef(1, FormatKind.HEX))),
-                           ExprLine("g_count", 2))
+                                       SlotRef(1, FormatKind.HEX)), 0),
+                           ExprLine("g_count", 2, 1))
+    assert probe.steps == (PrintStep(0, (0, 1)), PrintStep(1, (2,)))
     assert [slot.expr_text for slot in probe.slots] == ["fd", "size", "g_count"]
 
 
 def test_specials_and_input_pid():
     probe = plan("trace handle { print $tid; print $input_pid; print 5; }").probes[0]
-    assert [s.source for s in probe.slots] == [SpecialSource(SpecialKind.TID),
-                                               ConstantSource(77), ConstantSource(5)]
+    assert [s.capture.value for s in probe.slots] == [ir.HeaderField("tid"), ir.Const(77),
+                                                      ir.Const(5)]
+
+
+def test_if_else_chain_steps_and_error_lines():
+    probe = plan('trace handle { if fd > 1 { print "a"; } else if size == 2 { print "b"; } '
+                 'else { print "c"; } }').probes[0]
+    (step,) = probe.steps
+    assert isinstance(step, IfStep) and step.else_is_chain
+    assert isinstance(probe.lines[0], ExprErrorLine) and probe.lines[0].text == "fd > 1"
+    (inner,) = step.otherwise
+    assert isinstance(inner, IfStep) and not inner.else_is_chain
+
+
+def test_let_is_an_alias_and_arithmetic_follows_c_types():
+    probe = plan("trace handle { let doubled = fd * 2; print doubled + size; }").probes[0]
+    capture = probe.slots[0].capture
+    assert capture.ctype.name == "long"    # int * int -> int; int + long -> long
 
 
 def test_function_static_is_read_as_a_global():
     module = server_module()
     module.variables[0x1145] = [VisibleVariable("calls", INT, AtAddress(0x4020),
                                                 VariableKind.LOCAL)]
-    slot = plan("trace handle { print calls; }", module).probes[0].slots[0]
-    assert isinstance(slot.source, GlobalMemorySource) and slot.source.address == 0x4020
+    capture = plan("trace handle { print calls; }", module).probes[0].slots[0].capture
+    assert capture.address.address == 0x4020
 
 
 def test_simd_register_is_reported_not_read():
     module = server_module()
     module.variables[0x1145] = [VisibleVariable("x", INT, InRegister(17), VariableKind.LOCAL)]
-    source = plan("trace handle { print x; }", module).probes[0].slots[0].source
-    assert source == UnavailableSource("value lives in xmm0, which a uprobe cannot read", False)
+    capture = plan("trace handle { print x; }", module).probes[0].slots[0].capture
+    assert capture == NoCapture(INT, "value lives in xmm0, which a uprobe cannot read", False)
 
 
 def test_probe_site_uses_file_offset():
@@ -94,9 +114,6 @@ def test_unknown_function_gets_pattern_span():
 
 @pytest.mark.parametrize("text, what", [
     ("trace handle { bt; }", "'bt'"),
-    ("trace handle { if fd > 1 { print fd; } }", "'if'"),
-    ("trace handle { let x = fd; }", "'let'"),
-    ("trace handle { print fd + 1; }", "binary operators"),
     ("trace 0x1145 { print fd; }", "address trace patterns"),
 ])
 def test_unsupported_constructs_say_so(text, what):

@@ -25,6 +25,8 @@ def event_bytes(probe, values: dict[int, tuple[int, bytes, int]]) -> bytes:
     raw = bytearray(probe.event_size)
     raw[:40] = abi().structs["gs_event_hdr"].pack(timestamp_ns=123, probe_id=0, pid=50,
                                                   tid=51, host_pid=50, host_tid=51)
+    all_lines = (1 << len(probe.lines)) - 1
+    struct.pack_into("<Q", raw, probe.bitmap_offset, all_lines)
     for index, (status, data, address) in values.items():
         slot = probe.slots[index]
         raw[slot.offset] = status

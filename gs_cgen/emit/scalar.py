@@ -1,0 +1,162 @@
+"""Scalar IR (plan/ir.py) → C. Each function emits the statements a node
+needs (reads, checks) into the writer and returns a C expression of type
+__u64. A failure sets gs_st/gs_fa and jumps to `fail`, so no failed read
+ever flows on as a number."""
+from __future__ import annotations
+
+from gs_cgen.emit import c
+from gs_cgen.emit.writer import CWriter
+from gs_cgen.plan import ir
+
+_SIGNED_CAST = {1: "__s8", 2: "__s16", 4: "__s32", 8: "__s64"}
+_UNSIGNED_CAST = {1: "__u8", 2: "__u16", 4: "__u32", 8: "__u64"}
+_ORDERED = {"<", "<=", ">", ">="}
+
+
+def emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
+    match node:
+        case ir.Const(value):
+            return c.u64_literal(value)
+        case ir.RegisterValue(register):
+            return f"((__u64)ctx->{register})"
+        case ir.HeaderField(field):
+            return f"((__u64)hdr->{field})"
+        case ir.ModuleAddress():
+            return _module_address(w, node, fail)
+        case ir.Load():
+            return _load(w, node, fail)
+        case ir.NonNull(pointer):
+            return _non_null(w, emit_scalar(w, pointer, fail), fail)
+        case ir.BinaryOp():
+            return _binary(w, node, fail)
+        case ir.UnaryOp(op, operand):
+            inner = emit_scalar(w, operand, fail)
+            return f"((__u64)!({inner}))" if op == "!" else f"((__u64)({op}({inner})))"
+        case ir.Convert(operand, size, signed):
+            return _convert(emit_scalar(w, operand, fail), size, signed)
+        case ir.Logical():
+            return _logical(w, node, fail)
+        case ir.BitField():
+            return _bitfield(w, node, fail)
+        case ir.BytesEqual():
+            return _bytes_equal(w, node, fail)
+        case ir.MemoryEqual():
+            return _memory_equal(w, node, fail)
+        case ir.Fail(status, reason):
+            w.line(c.comment(reason))
+            _jump(w, status, "0", fail)
+            return "0"
+    raise TypeError(node)
+
+
+def _jump(w: CWriter, status: str, address: str, fail: str) -> None:
+    w.line(f"gs_st = {status}; gs_fa = {address}; goto {fail};")
+
+
+def _module_address(w: CWriter, node: ir.ModuleAddress, fail: str) -> str:
+    offsets = c.offsets_variable(node.cookie)
+    w.line(f"if (!{offsets}) {{ gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; "
+           f"gs_fa = {c.u64_literal(node.address)}; goto {fail}; }}")
+    return f"({c.u64_literal(node.address)} + {offsets}->{node.section})"
+
+
+def _load(w: CWriter, node: ir.Load, fail: str) -> str:
+    address = emit_scalar(w, node.address, fail)
+    temp = w.fresh()
+    w.line(f"__u64 {temp} = 0;")
+    w.line(f"if (gs_load(&{temp}, {address}, {node.size}, {int(node.signed)}, &gs_st, &gs_fa))")
+    w.line(f"    goto {fail};")
+    return temp
+
+
+def _non_null(w: CWriter, pointer: str, fail: str) -> str:
+    temp = w.fresh("p")
+    w.line(f"__u64 {temp} = {pointer};")
+    w.line(f"if (!{temp}) {{ gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto {fail}; }}")
+    return temp
+
+
+def _binary(w: CWriter, node: ir.BinaryOp, fail: str) -> str:
+    left = emit_scalar(w, node.left, fail)
+    right = emit_scalar(w, node.right, fail)
+    op = node.op
+    if op in ("/", "%"):
+        divisor = w.fresh("d")
+        w.line(f"__u64 {divisor} = {right};")
+        w.line(f"if (!{divisor}) {{ gs_st = GS_STATUS_DIV_BY_ZERO; gs_fa = 0; goto {fail}; }}")
+        helper = ("gs_sdiv" if op == "/" else "gs_smod") if node.signed else None
+        return f"{helper}({left}, {divisor})" if helper else f"(({left}) {op} {divisor})"
+    if op == ">>" and node.signed:
+        return f"((__u64)((__s64)({left}) >> (({right}) & 63)))"
+    if op in ("<<", ">>"):
+        return f"((__u64)(({left}) {op} (({right}) & 63)))"
+    if op in _ORDERED and node.signed:
+        return f"((__u64)((__s64)({left}) {op} (__s64)({right})))"
+    return f"((__u64)(({left}) {op} ({right})))"
+
+
+def _convert(value: str, size: int, signed: bool) -> str:
+    if size >= 8:
+        return value
+    cast = _SIGNED_CAST[size] if signed else _UNSIGNED_CAST[size]
+    return f"((__u64)(__s64)({cast})({value}))" if signed else f"((__u64)({cast})({value}))"
+
+
+def _logical(w: CWriter, node: ir.Logical, fail: str) -> str:
+    result = w.fresh("l")
+    w.line(f"__u64 {result} = 0;")
+    left = emit_scalar(w, node.left, fail)
+    opener = f"if ({left})" if node.op == "&&" else f"if (!({left}))"
+    if node.op == "||":
+        w.line(f"{result} = ({left}) != 0;")
+    with w.block(opener):
+        right = emit_scalar(w, node.right, fail)
+        w.line(f"{result} = ({right}) != 0;")
+    return result
+
+
+def _bitfield(w: CWriter, node: ir.BitField, fail: str) -> str:
+    storage = emit_scalar(w, node.storage, fail)
+    if node.signed:
+        up = 64 - node.bit_offset - node.bit_size
+        return f"((__u64)(((__s64)(({storage}) << {up})) >> {64 - node.bit_size}))"
+    mask = (1 << node.bit_size) - 1
+    return f"((({storage}) >> {node.bit_offset}) & {c.u64_literal(mask)})"
+
+
+def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
+    """Read into the per-CPU work area and XOR-accumulate: branch-free, so
+    the verifier sees one path however long the literal is."""
+    address = w.fresh("a")
+    w.line(f"__u64 {address} = {emit_scalar(w, node.address, fail)};")
+    expected = node.expected + (b"\0" if node.mode == "cstring" else b"")
+    result = w.fresh("eq")
+    w.line(f"__u64 {result} = 0;")
+    with w.block():
+        if node.mode == "cstring":
+            w.line(f"long n = bpf_probe_read_user_str(work, {len(expected)}, (const void *){address});")
+            w.line(f"if (n < 0) {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
+        else:
+            w.line(f"if (bpf_probe_read_user(work, {len(expected)}, (const void *){address}))")
+            w.line(f"    {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
+        w.line("__u8 diff = 0;")
+        for i, byte in enumerate(expected):
+            w.line(f"diff |= work[{i}] ^ {byte};")
+        condition = f"n == {len(expected)} && diff == 0" if node.mode == "cstring" else "diff == 0"
+        w.line(f"{result} = ({condition});")
+    return result
+
+
+def _memory_equal(w: CWriter, node: ir.MemoryEqual, fail: str) -> str:
+    left = w.fresh("a")
+    right = w.fresh("b")
+    length = w.fresh("n")
+    w.line(f"__u64 {left} = {emit_scalar(w, node.left, fail)};")
+    w.line(f"__u64 {right} = {emit_scalar(w, node.right, fail)};")
+    w.line(f"__s64 {length} = (__s64){emit_scalar(w, node.length, fail)};")
+    w.line(f"if ({length} < 0) {length} = 0;")
+    w.line(f"if ({length} > {node.cap}) {length} = {node.cap};")
+    result = w.fresh("eq")
+    w.line(f"long {result} = gs_memory_equal(work, {left}, {right}, {length}, &gs_st, &gs_fa);")
+    w.line(f"if ({result} < 0) goto {fail};")
+    return f"((__u64){result})"

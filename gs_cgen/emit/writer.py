@@ -1,0 +1,36 @@
+"""A tiny C body builder: indented lines and deterministic names. Pure:
+callers get the text back, nothing is written to files."""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CWriter:
+    lines: list[str] = field(default_factory=list)
+    depth: int = 1
+    counter: int = 0
+
+    def line(self, code: str) -> None:
+        self.lines.append("    " * self.depth + code)
+
+    def label(self, name: str) -> None:
+        self.lines.append("    " * max(self.depth - 1, 0) + f"{name}:;")
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.counter += 1
+        return f"gs_{prefix}{self.counter}"
+
+    @contextlib.contextmanager
+    def block(self, opener: str = ""):
+        self.line(f"{opener} {{".strip())
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            self.line("}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines)

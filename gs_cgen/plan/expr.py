@@ -1,0 +1,379 @@
+"""Script expressions → places and scalars (plan/ir.py) at one probe PC.
+
+Name lookup follows CONTRACT.md: script `let` aliases, then locals and
+parameters visible at the PC, then globals of the probed module. Type rules
+follow C (plan/arith.py); pointer arithmetic scales by the pointee size.
+"""
+from __future__ import annotations
+
+from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister,
+                                 OptimizedOut, UnsupportedLocation, VariableLocation,
+                                 register_name)
+from gs_cgen.dwarf.types import (ArrayType, CType, FunctionType, PointerType, StructType,
+                                 VoidType, strip, type_name, type_size)
+from gs_cgen.errors import PlanError, UnsupportedError, nearest
+from gs_cgen.plan import arith
+from gs_cgen.plan import ir
+from gs_cgen.plan.builtins import plan_builtin
+from gs_cgen.plan.model import module_cookie
+from gs_cgen.script import ast
+
+# DWARF register name → struct pt_regs field (arch/x86/include/asm/ptrace.h).
+PT_REGS_FIELD = {"rax": "ax", "rdx": "dx", "rcx": "cx", "rbx": "bx", "rsi": "si",
+                 "rdi": "di", "rbp": "bp", "rsp": "sp", "rip": "ip",
+                 **{f"r{n}": f"r{n}" for n in range(8, 16)}}
+_HEADER_SPECIALS = {"pid": "pid", "tid": "tid", "host_pid": "host_pid",
+                    "timestamp": "timestamp_ns"}
+_ARITH = {ast.BinaryOp.ADD, ast.BinaryOp.SUB, ast.BinaryOp.MUL, ast.BinaryOp.DIV,
+          ast.BinaryOp.MOD, ast.BinaryOp.BIT_AND, ast.BinaryOp.BIT_OR, ast.BinaryOp.BIT_XOR}
+_COMPARE = {ast.BinaryOp.EQ, ast.BinaryOp.NE, ast.BinaryOp.LT, ast.BinaryOp.LE,
+            ast.BinaryOp.GT, ast.BinaryOp.GE}
+
+
+class ExprPlanner:
+    """Plans expressions for one probe site; `scopes` holds `let` aliases."""
+
+    def __init__(self, module, visible: dict, where: str, input_pid: int | None,
+                 compare_cap: int, source_text: str) -> None:
+        self.module, self.visible, self.where = module, visible, where
+        self.source_text = source_text
+        self.input_pid, self.compare_cap = input_pid, compare_cap
+        self.scopes: list[dict[str, ir.Place]] = [{}]
+
+    # ------------------------------------------------------------- places
+    def place(self, expr: ast.Expr) -> ir.Place:
+        match expr:
+            case ast.IntLiteral(value=v):
+                return ir.ValuePlace(ir.Const(v), arith.literal_type(v))
+            case ast.BoolLiteral(value=v):
+                return ir.ValuePlace(ir.Const(int(v)), arith.BOOL)
+            case ast.StringLiteral(value=v):
+                return ir.StringPlace(v)
+            case ast.SpecialVar():
+                return self._special(expr)
+            case ast.Name(ident=ident):
+                return self._name(ident, expr)
+            case ast.Member():
+                return self._member(expr)
+            case ast.Index():
+                return self._index(expr)
+            case ast.Unary():
+                return self._unary(expr)
+            case ast.Binary():
+                return self._binary(expr)
+            case ast.Cast():
+                return self._cast(expr)
+            case ast.Call():
+                return ir.ValuePlace(plan_builtin(self, expr), arith.BOOL)
+        raise UnsupportedError(f"not supported yet: {type(expr).__name__}", expr.span)
+
+    def _special(self, expr: ast.SpecialVar) -> ir.Place:
+        if expr.ident == "input_pid":
+            if self.input_pid is None:
+                raise PlanError("$input_pid is only available with -p PID", expr.span)
+            return ir.ValuePlace(ir.Const(self.input_pid), arith.INT)
+        field = _HEADER_SPECIALS.get(expr.ident)
+        if field is None:
+            valid = ", ".join(f"${k}" for k in (*_HEADER_SPECIALS, "input_pid"))
+            raise PlanError(f"unknown special variable '${expr.ident}' (valid: {valid})",
+                            expr.span)
+        ctype = arith.ULONG if field == "timestamp_ns" else arith.INT
+        return ir.ValuePlace(ir.HeaderField(field), ctype)
+
+    def _name(self, ident: str, expr: ast.Name) -> ir.Place:
+        for scope in reversed(self.scopes):
+            if ident in scope:
+                return scope[ident]
+        var = self.visible.get(ident)
+        if var is not None:
+            return self.location_place(var.location, var.type)
+        glob = self.module.find_global(ident)
+        if glob is not None:
+            return ir.MemoryPlace(self.static_address(glob.address), glob.type)
+        pool = [n for s in self.scopes for n in s] + list(self.visible) + \
+            self.module.global_names()
+        raise PlanError(f"no variable '{ident}' at {self.where}", expr.span,
+                        candidates=nearest(ident, pool))
+
+    def static_address(self, address: int) -> ir.Scalar:
+        cookie = module_cookie(self.module.path, self.module.build_id)
+        return ir.ModuleAddress(cookie, self.module.section_of(address), address)
+
+    def location_place(self, location: VariableLocation, ctype: CType) -> ir.Place:
+        match location:
+            case InRegister(reg, offset):
+                field = PT_REGS_FIELD.get(register_name(reg))
+                if field is None:
+                    return ir.UnavailablePlace(ctype, f"value lives in {register_name(reg)}, "
+                                               "which a uprobe cannot read", False)
+                value = ir.RegisterValue(field)
+                if offset:
+                    value = ir.BinaryOp("+", value, ir.Const(offset), False)
+                return ir.ValuePlace(_narrow(value, ctype), ctype)
+            case AtRegisterOffset(reg, offset):
+                field = PT_REGS_FIELD.get(register_name(reg))
+                if field is None:
+                    return ir.UnavailablePlace(ctype, f"frame base in {register_name(reg)}", False)
+                address = ir.BinaryOp("+", ir.RegisterValue(field), ir.Const(offset), False)
+                return ir.MemoryPlace(address, ctype)
+            case AtAddress(address):
+                return ir.MemoryPlace(self.static_address(address), ctype)
+            case ImplicitValue(value):
+                return ir.ValuePlace(_narrow(ir.Const(value), ctype), ctype)
+            case OptimizedOut(reason):
+                return ir.UnavailablePlace(ctype, reason, True)
+            case UnsupportedLocation(reason):
+                return ir.UnavailablePlace(ctype, f"unsupported location: {reason}", False)
+        raise TypeError(location)
+
+    # ----------------------------------------------------- member / index
+    def _member(self, expr: ast.Member) -> ir.Place:
+        base = self.place(expr.base)
+        ctype = self._ctype_of(base, expr.base)
+        if arith.is_pointer(ctype):             # a.b auto-dereferences pointers
+            pointer, _ = self.value(base, expr.base)
+            ctype = strip(ctype).target
+            base = ir.MemoryPlace(ir.NonNull(pointer), ctype)
+        struct = strip(ctype)
+        if not isinstance(struct, StructType):
+            raise PlanError(f"'{self._text(expr.base)}' has type '{type_name(ctype)}', "
+                            f"which has no member '{expr.field}'", expr.span)
+        if not isinstance(base, ir.MemoryPlace):
+            raise UnsupportedError("not supported yet: members of a struct held in registers",
+                                   expr.span)
+        return _member_place(base.address, struct, expr)
+
+    def _index(self, expr: ast.Index) -> ir.Place:
+        base = self.place(expr.base)
+        ctype = strip(self._ctype_of(base, expr.base))
+        index, index_type = self.value(self.place(expr.index), expr.index)
+        if not arith.is_integer(index_type):
+            raise PlanError("an index must be an integer", expr.index.span)
+        if isinstance(ctype, ArrayType) and isinstance(base, ir.MemoryPlace):
+            start, element = base.address, ctype.element
+        elif isinstance(ctype, PointerType):
+            pointer, _ = self.value(base, expr.base)
+            start, element = ir.NonNull(pointer), ctype.target
+        else:
+            raise PlanError(f"'{self._text(expr.base)}' of type '{type_name(ctype)}' cannot be "
+                            "indexed", expr.span)
+        offset = ir.BinaryOp("*", index, ir.Const(type_size(element) or 1), True)
+        return ir.MemoryPlace(ir.BinaryOp("+", start, offset, False), element)
+
+    # ------------------------------------------------------------- unary
+    def _unary(self, expr: ast.Unary) -> ir.Place:
+        if expr.op is ast.UnaryOp.ADDR_OF:
+            base = self.place(expr.operand)
+            if not isinstance(base, ir.MemoryPlace):
+                raise PlanError(f"cannot take the address of '{self._text(expr.operand)}' "
+                                "(it is not in memory)", expr.span)
+            return ir.ValuePlace(base.address, arith.pointer_to(base.ctype))
+        if expr.op is ast.UnaryOp.DEREF:
+            return self._deref(expr)
+        if expr.op is ast.UnaryOp.NOT:
+            return ir.ValuePlace(ir.UnaryOp("!", self.truth(expr.operand)), arith.BOOL)
+        value, ctype = self.integer(expr.operand)
+        result = arith.promote(ctype)
+        op = "-" if expr.op is ast.UnaryOp.NEG else "~"
+        return ir.ValuePlace(_narrow(ir.UnaryOp(op, value), result), result)
+
+    def _deref(self, expr: ast.Unary) -> ir.Place:
+        base = self.place(expr.operand)
+        ctype = strip(self._ctype_of(base, expr.operand))
+        if isinstance(ctype, ArrayType) and isinstance(base, ir.MemoryPlace):
+            return ir.MemoryPlace(base.address, ctype.element)
+        if not isinstance(ctype, PointerType):
+            raise PlanError(f"cannot dereference '{self._text(expr.operand)}' of type "
+                            f"'{type_name(ctype)}'", expr.span)
+        if isinstance(strip(ctype.target), (VoidType, FunctionType)):
+            raise PlanError(f"cannot dereference '{self._text(expr.operand)}' of type "
+                            f"'{type_name(ctype)}' (cast it first)", expr.span)
+        pointer, _ = self.value(base, expr.operand)
+        return ir.MemoryPlace(ir.NonNull(pointer), ctype.target)
+
+    # ------------------------------------------------------------ binary
+    def _binary(self, expr: ast.Binary) -> ir.Place:
+        if expr.op in (ast.BinaryOp.AND, ast.BinaryOp.OR):
+            logical = ir.Logical(expr.op.value, self.truth(expr.left), self.truth(expr.right))
+            return ir.ValuePlace(logical, arith.BOOL)
+        left, right = self.place(expr.left), self.place(expr.right)
+        if expr.op in _COMPARE:
+            return ir.ValuePlace(self._compare(expr, left, right), arith.BOOL)
+        if expr.op in (ast.BinaryOp.ADD, ast.BinaryOp.SUB) and (
+                _is_pointerish(left) or _is_pointerish(right)):
+            return self._pointer_arith(expr, left, right)
+        lv, lt = self.integer_of(left, expr.left)
+        rv, rt = self.integer_of(right, expr.right)
+        if expr.op in (ast.BinaryOp.SHL, ast.BinaryOp.SHR):
+            result = arith.promote(lt)
+        else:
+            result = arith.common_type(lt, rt)
+        node = ir.BinaryOp(expr.op.value, lv, rv, result.signed)
+        return ir.ValuePlace(_narrow(node, result), result)
+
+    def _compare(self, expr: ast.Binary, left: ir.Place, right: ir.Place) -> ir.Scalar:
+        strings = self._string_compare(expr, left, right)
+        if strings is not None:
+            return strings
+        lv, lt = self.value(left, expr.left)
+        rv, rt = self.value(right, expr.right)
+        if arith.is_pointer(lt) or arith.is_pointer(rt):
+            if expr.op not in (ast.BinaryOp.EQ, ast.BinaryOp.NE):
+                raise PlanError("pointers can only be compared with == and !=", expr.span)
+            return ir.BinaryOp(expr.op.value, lv, rv, False)
+        self._require_integer(lt, expr.left)
+        self._require_integer(rt, expr.right)
+        common = arith.common_type(lt, rt)
+        return ir.BinaryOp(expr.op.value, _narrow(lv, common), _narrow(rv, common),
+                           common.signed)
+
+    def _string_compare(self, expr, left, right) -> ir.Scalar | None:
+        if not isinstance(left, ir.StringPlace) and not isinstance(right, ir.StringPlace):
+            return None
+        if expr.op not in (ast.BinaryOp.EQ, ast.BinaryOp.NE):
+            raise PlanError("strings can only be compared with == and !=", expr.span)
+        if isinstance(left, ir.StringPlace) and isinstance(right, ir.StringPlace):
+            equal = ir.Const(int(left.value == right.value))
+        else:
+            literal, other, other_expr = ((left, right, expr.right)
+                                          if isinstance(left, ir.StringPlace)
+                                          else (right, left, expr.left))
+            address = self.string_address(other, other_expr)
+            equal = ir.BytesEqual(address, literal.value, "cstring")
+        return equal if expr.op is ast.BinaryOp.EQ else ir.UnaryOp("!", equal)
+
+    def _pointer_arith(self, expr: ast.Binary, left: ir.Place, right: ir.Place) -> ir.Place:
+        if _is_pointerish(left) and _is_pointerish(right):
+            raise PlanError("pointer - pointer and pointer + pointer are not supported",
+                            expr.span)
+        if _is_pointerish(right):
+            if expr.op is ast.BinaryOp.SUB:
+                raise PlanError("cannot subtract a pointer from an integer", expr.span)
+            left, right, expr_l, expr_r = right, left, expr.right, expr.left
+        else:
+            expr_l, expr_r = expr.left, expr.right
+        pointer, ptype = self.value(left, expr_l)
+        offset, _ = self.integer_of(right, expr_r)
+        if isinstance(strip(ptype), FunctionType) or arith.is_pointer(ptype) and \
+                isinstance(strip(strip(ptype).target), FunctionType):
+            raise PlanError("arithmetic on function pointers is not supported", expr.span)
+        scaled = ir.BinaryOp("*", offset, ir.Const(arith.pointee_size(ptype)), True)
+        return ir.ValuePlace(ir.BinaryOp(expr.op.value, pointer, scaled, False), ptype)
+
+    # -------------------------------------------------------------- cast
+    def _cast(self, expr: ast.Cast) -> ir.Place:
+        target = self.module.find_type(expr.type_name)
+        if target is None:
+            raise PlanError(f"unknown type '{expr.type_name}' in {self.module.path}", expr.span)
+        source = self.place(expr.operand)
+        if arith.is_scalar(target):
+            value, _ = self.value(source, expr.operand)
+            return ir.ValuePlace(_narrow(value, target), target)
+        if isinstance(source, ir.MemoryPlace):
+            return ir.MemoryPlace(source.address, target)
+        raise PlanError(f"cannot cast '{self._text(expr.operand)}' to '{expr.type_name}'", expr.span)
+
+    # ------------------------------------------------------------ helpers
+    def _text(self, expr: ast.Expr) -> str:
+        return expr.span.slice(self.source_text)
+
+    def _ctype_of(self, place: ir.Place, expr: ast.Expr) -> CType:
+        if isinstance(place, ir.StringPlace):
+            raise PlanError("a string literal has no members or elements", expr.span)
+        if place.ctype is None:
+            raise PlanError(f"'{self._text(expr)}' has no type information", expr.span)
+        return place.ctype
+
+    def _require_integer(self, ctype: CType, expr: ast.Expr) -> None:
+        if not arith.is_integer(ctype):
+            raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not an "
+                            "integer", expr.span)
+
+    # ---------------------------------------------------- scalar values
+    def value(self, place: ir.Place, expr: ast.Expr) -> tuple[ir.Scalar, CType]:
+        """The 64-bit value of a scalar place; arrays decay to pointers."""
+        match place:
+            case ir.ValuePlace(value=v, ctype=t) | ir.BitFieldPlace(value=v, ctype=t):
+                return v, t
+            case ir.UnavailablePlace(ctype=t, reason=reason, optimized_out=gone):
+                status = "GS_STATUS_OPTIMIZED_OUT" if gone else "GS_STATUS_UNAVAILABLE"
+                return ir.Fail(status, reason), t or arith.LONG
+            case ir.StringPlace():
+                raise PlanError("a string literal can only be compared or passed to a builtin",
+                                expr.span)
+        ctype, base = place.ctype, strip(place.ctype)
+        if isinstance(base, ArrayType):
+            return place.address, arith.pointer_to(base.element)
+        if not arith.is_scalar(ctype):
+            raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not a number "
+                            "or pointer", expr.span)
+        return ir.Load(place.address, type_size(base), arith.signedness(base)), ctype
+
+    def integer(self, expr: ast.Expr) -> tuple[ir.Scalar, CType]:
+        return self.integer_of(self.place(expr), expr)
+
+    def integer_of(self, place: ir.Place, expr: ast.Expr) -> tuple[ir.Scalar, CType]:
+        value, ctype = self.value(place, expr)
+        self._require_integer(ctype, expr)
+        return value, ctype
+
+    def truth(self, expr: ast.Expr) -> ir.Scalar:
+        """A condition: non-zero integers and non-null pointers are true."""
+        value, ctype = self.value(self.place(expr), expr)
+        if not arith.is_scalar(ctype):
+            raise PlanError(f"'{self._text(expr)}' cannot be used as a condition", expr.span)
+        return ir.BinaryOp("!=", value, ir.Const(0), False)
+
+    def string_address(self, place: ir.Place, expr: ast.Expr) -> ir.Scalar:
+        """Where the bytes of a char*/char[]/pointer/array operand start."""
+        ctype = strip(self._ctype_of(place, expr))
+        if isinstance(ctype, ArrayType) and isinstance(place, ir.MemoryPlace):
+            return place.address
+        if isinstance(ctype, PointerType):
+            pointer, _ = self.value(place, expr)
+            return ir.NonNull(pointer)
+        raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not a pointer or "
+                        "array", expr.span)
+
+
+def _member_place(address: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:
+    found = _find_member(struct, expr.field, 0)
+    if found is None:
+        names = [m.name for m in struct.members if m.name]
+        raise PlanError(f"{type_name(struct)} has no member '{expr.field}'", expr.span,
+                        candidates=nearest(expr.field, names))
+    member, offset = found
+    member_address = ir.BinaryOp("+", address, ir.Const(offset), False)
+    if member.bit_size is None:
+        return ir.MemoryPlace(member_address, member.type)
+    storage = (member.bit_offset + member.bit_size + 7) // 8
+    storage = next(size for size in (1, 2, 4, 8) if size >= storage)
+    value = ir.BitField(ir.Load(member_address, storage, False), member.bit_offset,
+                        member.bit_size, arith.signedness(member.type))
+    return ir.BitFieldPlace(value, member.type)
+
+
+def _find_member(struct: StructType, name: str, base: int):
+    """A named member, looking into anonymous struct/union members (C11)."""
+    for member in struct.members:
+        if member.name == name:
+            return member, base + member.offset
+        inner = strip(member.type)
+        if member.name is None and isinstance(inner, StructType):
+            found = _find_member(inner, name, base + member.offset)
+            if found:
+                return found
+    return None
+
+
+def _narrow(value: ir.Scalar, ctype: CType) -> ir.Scalar:
+    """Apply C's conversion to `ctype` when it is an integer narrower than 64 bits."""
+    if arith.is_integer(ctype) and type_size(ctype) < 8:
+        return ir.Convert(value, type_size(ctype), arith.signedness(ctype))
+    return value
+
+
+def _is_pointerish(place: ir.Place) -> bool:
+    ctype = getattr(place, "ctype", None)
+    return ctype is not None and (arith.is_pointer(ctype) or (
+        isinstance(strip(ctype), ArrayType) and isinstance(place, ir.MemoryPlace)))

@@ -1,0 +1,211 @@
+"""The probe's expression IR: 64-bit scalar computations and the places
+(objects in memory or registers) that script expressions denote.
+
+Every node is a frozen dataclass. The emitter turns scalars into C with
+failure propagation: a Load or ModuleAddress that fails sets the value's
+status and the failing address, never a plausible number.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gs_cgen.dwarf.types import CType
+
+
+# ------------------------------------------------------------------ scalars
+
+@dataclass(frozen=True)
+class Const:
+    value: int
+
+
+@dataclass(frozen=True)
+class RegisterValue:
+    """A struct pt_regs field ("di", "bp", ...)."""
+
+    register: str
+
+
+@dataclass(frozen=True)
+class HeaderField:
+    """A field of the event header: pid, tid, host_pid, timestamp_ns."""
+
+    field: str
+
+
+@dataclass(frozen=True)
+class ModuleAddress:
+    """Link-time `address` + the module's run-time offset for `section`;
+    fails with OffsetsUnavailable when the map has no entry."""
+
+    cookie: int
+    section: str
+    address: int
+
+
+@dataclass(frozen=True)
+class Load:
+    """`size` bytes at `address`, zero- or sign-extended to 64 bits."""
+
+    address: "Scalar"
+    size: int
+    signed: bool
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    """C operator on 64-bit operands; `signed` picks signed /, %, >>, and
+    ordered comparisons."""
+
+    op: str
+    left: "Scalar"
+    right: "Scalar"
+    signed: bool
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    op: str                   # "-", "~", "!"
+    operand: "Scalar"
+
+
+@dataclass(frozen=True)
+class Convert:
+    """C conversion of a 64-bit value to an integer of `size` bytes."""
+
+    operand: "Scalar"
+    size: int
+    signed: bool
+
+
+@dataclass(frozen=True)
+class Logical:
+    """Short-circuit `&&` / `||`: `right` is evaluated only when needed."""
+
+    op: str
+    left: "Scalar"
+    right: "Scalar"
+
+
+@dataclass(frozen=True)
+class BitField:
+    """Extract `bit_size` bits at `bit_offset` (LSB first) of `storage`."""
+
+    storage: "Scalar"
+    bit_offset: int
+    bit_size: int
+    signed: bool
+
+
+@dataclass(frozen=True)
+class BytesEqual:
+    """True when target memory at `address` equals `expected`.
+    mode "prefix": the first len(expected) bytes (strncmp/starts_with/memcmp
+    with hex); "cstring": a NUL-terminated string equal to `expected`
+    (strict NUL: len(expected)+1 bytes, last one NUL)."""
+
+    address: "Scalar"
+    expected: bytes
+    mode: str
+
+
+@dataclass(frozen=True)
+class MemoryEqual:
+    """memcmp of two target buffers over `length` bytes (clamped to `cap`)."""
+
+    left: "Scalar"
+    right: "Scalar"
+    length: "Scalar"
+    cap: int
+
+
+Scalar = (Const | RegisterValue | HeaderField | ModuleAddress | Load | BinaryOp
+          | UnaryOp | Convert | Logical | BitField | BytesEqual | MemoryEqual)
+
+
+# ------------------------------------------------------------------- places
+
+@dataclass(frozen=True)
+class MemoryPlace:
+    """An object of `ctype` stored in target memory at `address`."""
+
+    address: Scalar
+    ctype: CType
+
+
+@dataclass(frozen=True)
+class ValuePlace:
+    """A value without an address (register, constant, computed result)."""
+
+    value: Scalar
+    ctype: CType
+
+
+@dataclass(frozen=True)
+class BitFieldPlace:
+    """A bitfield member: an integer, but not addressable."""
+
+    value: Scalar
+    ctype: CType
+
+
+@dataclass(frozen=True)
+class StringPlace:
+    """A script string literal (only meaningful in comparisons/builtins)."""
+
+    value: bytes
+
+
+@dataclass(frozen=True)
+class UnavailablePlace:
+    ctype: CType | None
+    reason: str
+    optimized_out: bool
+
+
+Place = MemoryPlace | ValuePlace | BitFieldPlace | StringPlace | UnavailablePlace
+
+
+def scalar_children(node: Scalar) -> tuple[Scalar, ...]:
+    match node:
+        case Load(address=a) | BytesEqual(address=a):
+            return (a,)
+        case BinaryOp(left=l, right=r) | Logical(left=l, right=r):
+            return (l, r)
+        case UnaryOp(operand=o) | Convert(operand=o):
+            return (o,)
+        case BitField(storage=s):
+            return (s,)
+        case NonNull(pointer=p):
+            return (p,)
+        case MemoryEqual(left=l, right=r, length=n):
+            return (l, r, n)
+    return ()
+
+
+def can_fail(node: Scalar) -> bool:
+    """Whether evaluating `node` may read memory or miss module offsets."""
+    if isinstance(node, (Load, ModuleAddress, BytesEqual, MemoryEqual, NonNull, Fail)):
+        return True
+    if isinstance(node, BinaryOp) and node.op in ("/", "%"):
+        return True
+    return any(can_fail(child) for child in scalar_children(node))
+
+
+@dataclass(frozen=True)
+class NonNull:
+    """`pointer`, failing with NullDeref when it is 0 (before a dereference)."""
+
+    pointer: "Scalar"
+
+
+@dataclass(frozen=True)
+class Fail:
+    """A value that cannot be computed (optimized out, unsupported
+    location): evaluating it fails with `status` and `reason`."""
+
+    status: str               # a GS_STATUS_* name from gs_abi.h
+    reason: str
+
+
+Scalar = Scalar | NonNull | Fail
