@@ -48,7 +48,7 @@ def trace(pid, target_path, script_text, script_file, output, max_events, durati
     script = _read_script(script_text, script_file)
     try:
         status = _run_trace(script, pid, target_path, output, max_events, duration, dry_run,
-                            emit_c, event_map, command)
+                            emit_c, event_map, mem_dump_cap, command)
     except GsError as exc:
         _fail(exc, script)
     sys.exit(status)
@@ -74,7 +74,7 @@ def _read_script(script_text: str | None, script_file: str | None) -> _ScriptSou
 
 
 def _run_trace(script: _ScriptSource, pid, target_path, output, max_events, duration,
-               dry_run, emit_c, event_map, command) -> int:
+               dry_run, emit_c, event_map, mem_dump_cap, command) -> int:
     from gs_cgen.pipeline import compile_script  # noqa: PLC0415 — keep --help fast
     from gs_cgen.plan.build import PlanOptions  # noqa: PLC0415
     from gs_cgen.plan.model import EventTransport  # noqa: PLC0415
@@ -83,7 +83,8 @@ def _run_trace(script: _ScriptSource, pid, target_path, output, max_events, dura
         raise UnsupportedError("not supported yet: launching a command (use -p or -t)")
     module_path = _module_path(pid, target_path, proc)
     options = PlanOptions(script_name=script.name, pid_namespace=proc.tracer_pid_namespace(),
-                          transport=EventTransport(event_map), input_pid=pid)
+                          transport=EventTransport(event_map), input_pid=pid,
+                          mem_dump_cap=mem_dump_cap)
     compiled = compile_script(script.text, module_path, options)
     if emit_c:
         click.echo(compiled.c_text, nl=False)

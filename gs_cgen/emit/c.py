@@ -28,6 +28,11 @@ def probe_function_name(probe_id: int) -> str:
     return f"gs_probe_{probe_id}"
 
 
+def register_variable(register: str) -> str:
+    """The local holding a pt_regs field, read once at probe entry."""
+    return f"gs_reg_{register}"
+
+
 def offsets_variable(cookie: int) -> str:
     return f"gs_offsets_{cookie:x}"
 

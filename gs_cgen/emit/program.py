@@ -92,6 +92,10 @@ def emit_probe(probe: ProbePlan) -> str:
     w.line("__u64 gs_fa = 0;")
     for word in range(probe.bitmap_words):
         w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = 0;")
+    # The verifier rejects ctx loads through a pointer clang has offset, so
+    # every register is copied to a local once, straight off ctx.
+    for register in _registers(probe):
+        w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
     for cookie in _module_cookies(probe):
         w.line(f"struct proc_module_offsets_value *{c.offsets_variable(cookie)} = "
                f"gs_module_offsets(ev, {c.u64_literal(cookie)});")
@@ -103,18 +107,21 @@ def emit_probe(probe: ProbePlan) -> str:
 
 
 def _module_cookies(probe: ProbePlan) -> list[int]:
-    found: set[int] = set()
+    return sorted({node.cookie for node in _scalar_nodes(probe)
+                   if isinstance(node, ir.ModuleAddress)})
 
-    def visit(node) -> None:
-        if isinstance(node, ir.ModuleAddress):
-            found.add(node.cookie)
-        for child in ir.scalar_children(node):
-            visit(child)
 
-    for slot in probe.slots:
-        for value in _capture_scalars(slot.capture):
-            visit(value)
-    return sorted(found)
+def _registers(probe: ProbePlan) -> list[str]:
+    return sorted({node.register for node in _scalar_nodes(probe)
+                   if isinstance(node, ir.RegisterValue)})
+
+
+def _scalar_nodes(probe: ProbePlan):
+    pending = [v for slot in probe.slots for v in _capture_scalars(slot.capture)]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(ir.scalar_children(node))
 
 
 def _capture_scalars(capture) -> tuple:
@@ -187,7 +194,7 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
             case MemoryCapture(address=a, size=size):
                 w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
             case StringCapture(pointer=p, cap=cap):
-                w.line(f"gs_read_str({where}, {cap}, {emit_scalar(w, p, fail)});")
+                w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
             case DumpCapture(address=a, length=n, cap=cap):
                 length = emit_scalar(w, n, fail)
                 w.line(f"gs_read_dump({where}, {cap}, {emit_scalar(w, a, fail)}, "

@@ -18,7 +18,7 @@ def emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
         case ir.Const(value):
             return c.u64_literal(value)
         case ir.RegisterValue(register):
-            return f"((__u64)ctx->{register})"
+            return c.register_variable(register)
         case ir.HeaderField(field):
             return f"((__u64)hdr->{field})"
         case ir.ModuleAddress():
@@ -134,7 +134,9 @@ def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
     w.line(f"__u64 {result} = 0;")
     with w.block():
         if node.mode == "cstring":
-            w.line(f"long n = bpf_probe_read_user_str(work, {len(expected)}, (const void *){address});")
+            # One byte past the NUL: a longer string then reads as a longer n.
+            w.line(f"long n = bpf_probe_read_user_str(work, {len(expected) + 1}, "
+                   f"(const void *){address});")
             w.line(f"if (n < 0) {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
         else:
             w.line(f"if (bpf_probe_read_user(work, {len(expected)}, (const void *){address}))")

@@ -159,20 +159,24 @@ class _ProbeBuilder:
                 raise PlanError("print a string literal as a format string", expr.span)
             case ir.ValuePlace(value=v, ctype=t) | ir.BitFieldPlace(value=v, ctype=t):
                 if arith.is_string_type(t) and kind is not ast.FormatKind.POINTER:
-                    return StringCapture(v, t, self.options.mem_dump_cap), \
-                        self.options.mem_dump_cap
+                    return self._string(v, t)
                 return ScalarCapture(v, t), 8
         ctype = place.ctype
         if isinstance(strip(ctype), PointerType) and arith.is_string_type(ctype) \
                 and kind is not ast.FormatKind.POINTER:
             pointer, _ = self.exprs.value(place, expr)
-            cap = self.options.mem_dump_cap
-            return StringCapture(pointer, ctype, cap), cap
+            return self._string(pointer, ctype)
         if kind is ast.FormatKind.POINTER and isinstance(strip(ctype), ArrayType):
             return ScalarCapture(place.address, arith.pointer_to(strip(ctype).element)), 8
         size = type_size(ctype)
         cap = self.options.mem_dump_cap if arith.is_string_type(ctype) else OBJECT_CAP
         return MemoryCapture(place.address, ctype, min(size, cap)), min(size, cap)
+
+    def _string(self, pointer: ir.Scalar, ctype) -> tuple[StringCapture, int]:
+        """Up to cap characters; the probe reads cap + 2 bytes so a string of
+        exactly cap characters (NUL within) differs from a longer one."""
+        cap = self.options.mem_dump_cap
+        return StringCapture(pointer, ctype, cap), cap + 2
 
     def _dump_slot(self, piece: ast.Placeholder, args) -> int:
         if piece.dump is ast.DumpLength.STATIC:

@@ -123,7 +123,9 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             return values.decode_object(ctype, data[:size], size < type_size(ctype),
                                         address=address)
         case StringCapture(ctype=ctype, cap=cap):
-            return values.decode_cstring(ctype, address, data[:length], length >= cap)
+            # length counts the NUL; cap + 2 means the string went on past cap
+            text = data[:max(min(length - 1, cap), 0)]
+            return values.decode_cstring(ctype, address, text, length >= cap + 2)
         case DumpCapture(cap=cap):
             return Dump(data[:min(length, cap)], length > cap)
         case ConditionCapture():

@@ -112,10 +112,12 @@ int gs_probe_0(struct pt_regs *ctx)
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     *(__u64 *)(ev + 40) = 0;
+    __u64 gs_reg_bp = ctx->bp;
+    __u64 gs_reg_si = ctx->si;
     struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ev, 0x10f5dab2c49d9be6ULL);
     {
         /* value 0: fd */
-        gs_read_user(ev, 48, 64, 4, ((__u64)((((__u64)ctx->bp)) + (0xffffffffffffffecULL))));
+        gs_read_user(ev, 48, 64, 4, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))));
         goto gs_done_0;
     gs_fail_0:;
         gs_fail_value(ev, 48, gs_st, gs_fa);
@@ -123,7 +125,7 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 1: size */
-        GS_STORE(ev, 72, 88, 8, ((__u64)ctx->si));
+        GS_STORE(ev, 72, 88, 8, gs_reg_si);
         goto gs_done_1;
     gs_fail_1:;
         gs_fail_value(ev, 72, gs_st, gs_fa);

@@ -111,6 +111,7 @@ int gs_probe_0(struct pt_regs *ctx)
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     *(__u64 *)(ev + 40) = 0;
+    __u64 gs_reg_si = ctx->si;
     {
         /* value 0: $tid */
         GS_STORE(ev, 48, 64, 8, ((__u64)hdr->tid));
@@ -121,7 +122,7 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 1: size */
-        GS_STORE(ev, 72, 88, 8, ((__u64)ctx->si));
+        GS_STORE(ev, 72, 88, 8, gs_reg_si);
         goto gs_done_1;
     gs_fail_1:;
         gs_fail_value(ev, 72, gs_st, gs_fa);
