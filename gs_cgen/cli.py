@@ -136,6 +136,12 @@ def main() -> None:
         cli.main(prog_name="gs-cgen")
     except KeyboardInterrupt:
         sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 — a bug of ours: say so, keep the cause
+        if os.environ.get("GS_CGEN_DEBUG"):
+            raise
+        click.echo(f"gs-cgen: internal error: {type(exc).__name__}: {exc} "
+                   "(set GS_CGEN_DEBUG=1 for a traceback; probes were removed)", err=True)
+        sys.exit(EXIT_USER_ERROR)
 
 
 if __name__ == "__main__":

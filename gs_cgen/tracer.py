@@ -14,6 +14,7 @@ from gs_cgen.render.output import make_sink
 from gs_cgen.runtime import target as proc
 from gs_cgen.runtime.collector import collect
 from gs_cgen.runtime.session import TraceSession, require_privileges
+from gs_cgen.runtime.symbolize import FrameResolver
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def _fill_offsets(session: TraceSession, compiled: Compiled, pid: int | None) ->
 def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag,
           diagnostics) -> int:
     probes = {p.site.probe_id: p for p in compiled.plan.probes}
-    sink = make_sink(options.output)
+    sink = make_sink(options.output, FrameResolver())
     rendered = 0
     deadline = None if options.duration is None else time.monotonic() + options.duration
 

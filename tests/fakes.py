@@ -10,7 +10,8 @@ from gs_cgen.errors import DebugInfoError, nearest
 
 INT = None  # filled below to avoid import cycles in type hints
 
-from gs_cgen.dwarf.types import BoolType, EnumType, IntType  # noqa: E402
+from gs_cgen.dwarf.types import (ArrayType, BoolType, EnumType, IntType,  # noqa: E402
+                                 PointerType, StructMember, StructType)
 
 INT = IntType("int", 4, True)
 UINT = IntType("unsigned int", 4, False)
@@ -18,6 +19,12 @@ LONG = IntType("long", 8, True)
 CHAR = IntType("char", 1, True, is_char=True)
 BOOL = BoolType("_Bool", 1)
 COLOR = EnumType("color", 4, False, (("RED", 0), ("GREEN", 5), ("BLUE", 6)))
+CHAR_PTR = PointerType(lambda: CHAR)
+REQUEST = StructType("struct", "request", 24, lambda: (
+    StructMember("id", INT, 0),
+    StructMember("flags", UINT, 4, bit_size=3, bit_offset=0),
+    StructMember("path", ArrayType(CHAR, 16), 8)))
+REQUEST_PTR = PointerType(lambda: REQUEST)
 
 
 @dataclass

@@ -159,3 +159,13 @@ class LoadSegment:
     filesz: int
     executable: bool
     writable: bool
+
+
+@dataclass(frozen=True)
+class CodeLocation:
+    """What an instruction address is, for backtraces: the enclosing
+    function and the source line (None when unknown)."""
+
+    function: str | None
+    file: str | None
+    line: int | None

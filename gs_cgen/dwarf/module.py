@@ -14,7 +14,7 @@ from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
-from gs_cgen.dwarf.model import (FunctionSite, GlobalVariable, LineSite, LoadSegment,
+from gs_cgen.dwarf.model import (CodeLocation, FunctionSite, GlobalVariable, LineSite, LoadSegment,
                                  UnsupportedLocation, VisibleVariable)
 from gs_cgen.dwarf.scopes import ScopeContext, visible_variables
 from gs_cgen.dwarf.sites import (function_probe_address, is_optimized_gcc, line_at, match_files,
@@ -281,6 +281,32 @@ class ModuleDebugInfo:
             decl_line=line_attr.value if line_attr else None)
 
     # -------------------------------------------------------------- types
+
+    def describe_address(self, vaddr: int) -> CodeLocation:
+        """Function and source line of an instruction (gdb's `info symbol`
+        + `info line`): the line-table row with the largest address not
+        above `vaddr` in the same sequence."""
+        symbol = self._elf.symbols.function_at(vaddr)
+        function = symbol.name if symbol else None
+        if not self.has_debug_info:
+            return CodeLocation(function, None, None)
+        cu = self._dwarf.cu_for_address(vaddr)
+        if cu is None:
+            return CodeLocation(function, None, None)
+        table = self._dwarf.line_table(cu.cu_offset)
+        best = None
+        for row in table.rows:
+            if row.address > vaddr:
+                continue
+            if row.end_sequence:
+                if best is not None and best.address <= row.address <= vaddr:
+                    best = None        # that sequence ended before vaddr
+                continue
+            if row.line and (best is None or row.address >= best.address):
+                best = row
+        if best is None:
+            return CodeLocation(function, None, None)
+        return CodeLocation(function, table.files.get(best.file), best.line)
 
     def find_type(self, name: str) -> CType | None:
         """A named type: `int`, `struct point`, `point_t`, `struct point *`."""

@@ -87,6 +87,22 @@ static __always_inline void gs_read_dump(__u8 *ev, __u32 slot, __u32 data, __u32
     GS_STATUS(ev, slot) = err ? GS_STATUS_READ_ERROR : GS_STATUS_OK;
 }
 
+/* The user call stack (frame-pointer walk by the kernel); the length field
+ * holds the number of bytes of return addresses. */
+static __always_inline void gs_read_stack(struct pt_regs *ctx, __u8 *ev, __u32 slot,
+                                          __u32 data, __u32 size)
+{
+    long n = bpf_get_stack(ctx, ev + data, size, BPF_F_USER_STACK);
+    GS_ADDRESS(ev, slot) = 0;
+    if (n < 0) {
+        GS_LENGTH(ev, slot) = 0;
+        GS_STATUS(ev, slot) = GS_STATUS_READ_ERROR;
+        return;
+    }
+    GS_LENGTH(ev, slot) = n;
+    GS_STATUS(ev, slot) = GS_STATUS_OK;
+}
+
 /* `size` bytes at `addr`, sign- or zero-extended to 64 bits. */
 static __always_inline int gs_load(__u64 *out, __u64 addr, __u32 size, int is_signed,
                                    __u8 *status, __u64 *failed_at)

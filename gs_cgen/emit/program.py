@@ -9,7 +9,7 @@ from gs_cgen.emit import c
 from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
-from gs_cgen.plan.model import (ConditionCapture, DumpCapture, EventTransport, IfStep,
+from gs_cgen.plan.model import (BacktraceCapture, ConditionCapture, DumpCapture, EventTransport, IfStep,
                                 MemoryCapture, NoCapture, Plan, PrintStep, ProbePlan,
                                 ScalarCapture, Step, StringCapture, ValueSlot)
 
@@ -195,6 +195,8 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
                 w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
             case StringCapture(pointer=p, cap=cap):
                 w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
+            case BacktraceCapture(max_frames=frames):
+                w.line(f"gs_read_stack(ctx, {where}, {8 * frames});")
             case DumpCapture(address=a, length=n, cap=cap):
                 length = emit_scalar(w, n, fail)
                 w.line(f"gs_read_dump({where}, {cap}, {emit_scalar(w, a, fail)}, "

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gs_cgen.abi import abi
-from gs_cgen.dwarf.types import ArrayType, PointerType, strip, type_size
+from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType, strip,
+                                 type_size)
 from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan import arith, ir
 from gs_cgen.plan.expr import ExprPlanner
-from gs_cgen.plan.model import (Capture, ConditionCapture, DumpCapture, DumpRef,
+from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, ConditionCapture, DumpCapture, DumpRef,
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep,
                                 MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
@@ -99,7 +100,10 @@ class _ProbeBuilder:
             case ast.If():
                 return [self._if(stmt)]
             case ast.Backtrace():
-                raise UnsupportedError("not supported yet: 'bt' backtraces", stmt.span)
+                frames = abi().constants["GS_MAX_FRAMES"]
+                slot = self._add_slot(BacktraceCapture(frames), 8 * frames, "backtrace",
+                                      stmt.span)
+                return [self._line(lambda bit: BacktraceLine(slot, bit), (slot,))]
         raise UnsupportedError(f"not supported yet: {type(stmt).__name__}", stmt.span)
 
     def _line(self, make, slots: tuple[int, ...]) -> PrintStep:
@@ -147,7 +151,7 @@ class _ProbeBuilder:
         return None
 
     def _value_slot(self, expr: ast.Expr, text: str, kind: ast.FormatKind) -> int:
-        place = self.exprs.place(expr)
+        place = _typed_read(self.exprs.place(expr), expr, kind)
         capture, size = self._capture(place, kind, expr)
         return self._add_slot(capture, size, text, expr.span)
 
@@ -196,6 +200,20 @@ class _ProbeBuilder:
     def _add_slot(self, capture: Capture, size: int, text: str, span) -> int:
         self.slots.append(_SlotSpec(capture, size, text, span))
         return len(self.slots) - 1
+
+
+def _typed_read(place: ir.Place, expr: ast.Expr, kind: ast.FormatKind) -> ir.Place:
+    """GhostScope's pointer arithmetic in print: `print p + 1` shows the
+    element at p + 1, read with the pointee type ({:p} keeps the address)."""
+    arithmetic = isinstance(expr, ast.Binary) and expr.op in (ast.BinaryOp.ADD,
+                                                                ast.BinaryOp.SUB)
+    if not arithmetic or kind is ast.FormatKind.POINTER or not isinstance(place, ir.ValuePlace):
+        return place
+    base = strip(place.ctype)
+    if not isinstance(base, PointerType) or isinstance(strip(base.target), (VoidType,
+                                                                             FunctionType)):
+        return place
+    return ir.MemoryPlace(ir.NonNull(place.value), base.target)
 
 
 def _layout(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],

@@ -94,8 +94,15 @@ class ConditionCapture:
     condition: Scalar
 
 
+@dataclass(frozen=True)
+class BacktraceCapture:
+    """`bt`: up to `max_frames` user return addresses (bpf_get_stack)."""
+
+    max_frames: int
+
+
 Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture
-           | ConditionCapture)
+           | ConditionCapture | BacktraceCapture)
 
 
 @dataclass(frozen=True)
@@ -160,7 +167,15 @@ class ExprErrorLine:
     bit: int
 
 
-RenderLine = FormatLine | ExprLine | ExprErrorLine
+@dataclass(frozen=True)
+class BacktraceLine:
+    """`bt`: a status line, then one line per frame."""
+
+    slot: int
+    bit: int
+
+
+RenderLine = FormatLine | ExprLine | ExprErrorLine | BacktraceLine
 
 
 # ------------------------------------------------------------ probe steps

@@ -12,7 +12,7 @@ from enum import Enum
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.plan import arith
-from gs_cgen.plan.model import (ConditionCapture, DumpCapture, MemoryCapture, NoCapture,
+from gs_cgen.plan.model import (BacktraceCapture, ConditionCapture, DumpCapture, MemoryCapture, NoCapture,
                                 ProbePlan, ScalarCapture, StringCapture, ValueSlot)
 
 
@@ -48,6 +48,15 @@ class Dump:
     """The bytes of a memory dump placeholder ({:x.N}, {:s.N})."""
 
     data: bytes
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class Backtrace:
+    """Return addresses, innermost first; `truncated` when the stack was
+    deeper than the probe could record."""
+
+    frames: tuple[int, ...]
     truncated: bool
 
 
@@ -130,4 +139,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             return Dump(data[:min(length, cap)], length > cap)
         case ConditionCapture():
             return None
+        case BacktraceCapture(max_frames=limit):
+            count = min(length // 8, limit)
+            frames = struct.unpack_from(f"<{count}Q", data)
+            return Backtrace(tuple(f for f in frames if f), count >= limit)
     raise TypeError(capture)

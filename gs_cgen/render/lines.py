@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 from gs_cgen.dwarf.types import type_name
-from gs_cgen.plan.model import (DumpRef, ExprErrorLine, ExprLine, FormatLine, ProbePlan,
+from gs_cgen.plan import ir
+from gs_cgen.plan.model import (BacktraceLine, DumpRef, ExprErrorLine, ExprLine, FormatLine, ProbePlan,
                                 SlotRef)
-from gs_cgen.render.decode import Dump, Event, ValueStatus
+from gs_cgen.render.decode import Backtrace, Dump, Event, ValueStatus
+from gs_cgen.render.values import ErrorValue
 from gs_cgen.render.text import format_dump, format_value, value_json, value_status
 
 MISSING_ARG = "<MISSING_ARG>"
@@ -21,8 +23,67 @@ _REASONS = {
 }
 
 
-def render_lines(event: Event, probe: ProbePlan) -> list[str]:
-    return [_line(line, event) for line in probe.lines if event.ran(line.bit)]
+def render_lines(event: Event, probe: ProbePlan, resolve_frame=None) -> list[str]:
+    """`resolve_frame(pid, address, is_return_address)` names `bt` frames."""
+    lines: list[str] = []
+    for line in probe.lines:
+        if not event.ran(line.bit):
+            continue
+        if isinstance(line, BacktraceLine):
+            lines.extend(_backtrace(event.values[line.slot], event.pid, resolve_frame))
+        elif isinstance(line, ExprErrorLine):
+            lines.append(_line(line, event))
+        else:
+            lines.extend(_builtin_errors(line, event, probe))
+            lines.append(_line(line, event))
+    return lines
+
+
+def _builtin_errors(line, event: Event, probe: ProbePlan) -> list[str]:
+    """GhostScope emits an ExprError when a builtin inside a print fails;
+    the value itself still renders inline as its error."""
+    found = []
+    for index in _line_slots(line):
+        value, slot = event.values[index], probe.slots[index]
+        if isinstance(value, ErrorValue) and _calls_builtin(slot.capture):
+            found.append(f"ExprError: {slot.expr_text} ({expr_error_reason(value)})")
+    return found
+
+
+def _line_slots(line) -> list[int]:
+    if isinstance(line, ExprLine):
+        return [line.slot]
+    return [p.slot for p in line.pieces if isinstance(p, (SlotRef, DumpRef))]
+
+
+def _calls_builtin(capture) -> bool:
+    pending = [getattr(capture, "value", None)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ir.BytesEqual, ir.MemoryEqual)):
+            return True
+        if node is not None:
+            pending.extend(ir.scalar_children(node))
+    return False
+
+
+def _backtrace(value, pid: int, resolve_frame) -> list[str]:
+    if not isinstance(value, Backtrace):
+        return [f"backtrace: {format_value(value)}, 0 frames"]
+    status = "truncated" if value.truncated else "ok"
+    lines = [f"backtrace: {status}, {len(value.frames)} frames"]
+    for index, address in enumerate(value.frames):
+        frame = resolve_frame(pid, address, index > 0) if resolve_frame else None
+        lines.append(f"  #{index} {_frame_text(address, frame)}")
+    return lines
+
+
+def _frame_text(address: int, frame) -> str:
+    if frame is None or frame.module is None:
+        return f"?? [0x{address:x}]"
+    where = f" at {frame.file}:{frame.line}" if frame.file else ""
+    offset = f"+0x{frame.module_address:x}" if frame.module_address is not None else ""
+    return f"{frame.function or '??'}{where} [{frame.module}{offset}]"
 
 
 def _line(line, event: Event) -> str:
@@ -56,21 +117,20 @@ def expr_error_reason(value) -> str:
     return f"{reason} at 0x{value.address or 0:x}"
 
 
-def render_json(event: Event, probe: ProbePlan) -> str:
+def render_json(event: Event, probe: ProbePlan, resolve_frame=None) -> str:
     return json.dumps({
         "trace": probe.site.pattern_text, "pid": event.pid, "tid": event.tid,
-        "timestamp_ns": event.timestamp_ns, "lines": render_lines(event, probe),
+        "timestamp_ns": event.timestamp_ns,
+        "lines": render_lines(event, probe, resolve_frame),
         "values": list(_json_values(event, probe)),
     })
 
 
 def _json_values(event: Event, probe: ProbePlan):
     for line in probe.lines:
-        if isinstance(line, ExprErrorLine) or not event.ran(line.bit):
+        if isinstance(line, (ExprErrorLine, BacktraceLine)) or not event.ran(line.bit):
             continue
-        refs = [line.slot] if isinstance(line, ExprLine) else \
-            [p.slot for p in line.pieces if isinstance(p, (SlotRef, DumpRef))]
-        for index in refs:
+        for index in _line_slots(line):
             yield _json_value(probe.slots[index], event.values[index])
 
 

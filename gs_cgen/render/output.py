@@ -11,24 +11,24 @@ from gs_cgen.render.lines import render_json, render_lines
 Sink = Callable[[Event, ProbePlan], None]
 
 
-def make_sink(style: str) -> Sink:
+def make_sink(style: str, resolve_frame=None) -> Sink:
+    """`resolve_frame` names backtrace frames (see runtime/symbolize.py)."""
     if style == "pretty":
-        return _pretty_sink()
-    return {"plain": _plain, "json": _json}[style]
+        return _pretty_sink(resolve_frame)
+
+    def plain(event: Event, probe: ProbePlan) -> None:
+        for line in render_lines(event, probe, resolve_frame):
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def as_json(event: Event, probe: ProbePlan) -> None:
+        sys.stdout.write(render_json(event, probe, resolve_frame) + "\n")
+        sys.stdout.flush()
+
+    return {"plain": plain, "json": as_json}[style]
 
 
-def _plain(event: Event, probe: ProbePlan) -> None:
-    for line in render_lines(event, probe):
-        sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-def _json(event: Event, probe: ProbePlan) -> None:
-    sys.stdout.write(render_json(event, probe) + "\n")
-    sys.stdout.flush()
-
-
-def _pretty_sink() -> Sink:
+def _pretty_sink(resolve_frame) -> Sink:
     """rich on a terminal: a dim event header, then the printed lines."""
     from rich.console import Console  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415
@@ -38,6 +38,7 @@ def _pretty_sink() -> Sink:
         header = Text(f"[{probe.site.pattern_text}] pid {event.pid} tid {event.tid}",
                       style="dim cyan")
         console.print(header)
-        for line in render_lines(event, probe):
-            console.print(Text("  " + line))
+        for line in render_lines(event, probe, resolve_frame):
+            style = "bold red" if line.startswith("ExprError:") else None
+            console.print(Text("  " + line, style=style))
     return pretty

@@ -58,6 +58,7 @@ class TraceSession:
         self.bpf = None
         self.functions = {}
         self.attached: list[AttachedProbe] = []
+        self.callback_error: BaseException | None = None
 
     # -------------------------------------------------------------- load
     def load(self) -> None:
@@ -138,7 +139,12 @@ class TraceSession:
         table = self.bpf[abi().map_names["GS_MAP_EVENTS"]]
 
         def raw(_ctx, data, size):
-            on_event(ctypes.string_at(data, size))
+            # An exception must not vanish inside BCC's ctypes callback:
+            # keep it and let poll() raise it on the Python side.
+            try:
+                on_event(ctypes.string_at(data, size))
+            except BaseException as exc:  # noqa: BLE001
+                self.callback_error = self.callback_error or exc
             return 0
 
         if self.plan.transport is EventTransport.RINGBUF:
@@ -153,6 +159,9 @@ class TraceSession:
             self.bpf.ring_buffer_poll(timeout_ms)
         else:
             self.bpf.perf_buffer_poll(timeout_ms)
+        if self.callback_error is not None:
+            error, self.callback_error = self.callback_error, None
+            raise error
 
 
 _U64 = 0xFFFF_FFFF_FFFF_FFFF

@@ -16,6 +16,8 @@ long bpf_probe_read_user_str(void *dst, __u32 size, const void *src);
 __u64 bpf_get_current_pid_tgid(void);
 __u64 bpf_ktime_get_ns(void);
 long bpf_get_ns_current_pid_tgid(__u64 dev, __u64 ino, struct bpf_pidns_info *info, __u32 size);
+long bpf_get_stack(void *ctx, void *buf, __u32 size, __u64 flags);
+#define BPF_F_USER_STACK 256
 void *__builtin_memcpy(void *dst, const void *src, unsigned long n);
 void *__builtin_memset(void *dst, int c, unsigned long n);
 #define __always_inline inline

@@ -17,7 +17,7 @@ from gs_cgen.plan.build import PlanOptions, build_plan
 from gs_cgen.plan.model import EventTransport, PidNamespace
 from gs_cgen.script.check import check
 from gs_cgen.script.parser import parse
-from tests.fakes import BOOL, COLOR, INT, LONG, FakeModule
+from tests.fakes import BOOL, CHAR_PTR, COLOR, INT, LONG, REQUEST_PTR, FakeModule
 
 REPO = Path(__file__).resolve().parents[3]
 GOLDEN = REPO / "tests" / "golden" / "emit"
@@ -30,6 +30,7 @@ def server_module() -> FakeModule:
     module.functions["handle"] = [FunctionSite("handle", 0x1139, 0x1180, 0x1145, "server.c", 40)]
     module.lines[("/src/server.c", 42)] = [LineSite("/src/server.c", 42, 0x1150, "handle")]
     handle_vars = [
+        VisibleVariable("req", REQUEST_PTR, InRegister(5), VariableKind.PARAMETER),
         VisibleVariable("fd", INT, AtRegisterOffset(6, -20), VariableKind.PARAMETER),
         VisibleVariable("size", LONG, InRegister(4), VariableKind.PARAMETER),
         VisibleVariable("ok", BOOL, OptimizedOut("not available at this PC"), VariableKind.LOCAL),
@@ -38,6 +39,7 @@ def server_module() -> FakeModule:
     module.variables[0x1150] = handle_vars
     module.globals["g_count"] = GlobalVariable("g_count", INT, 0x4010, "data")
     module.globals["g_color"] = GlobalVariable("g_color", COLOR, 0x4014, "data")
+    module.globals["g_name"] = GlobalVariable("g_name", CHAR_PTR, 0x4020, "data")
     return module
 
 
@@ -69,4 +71,5 @@ def test_golden_parses_as_c(case):
 
 
 def test_goldens_exist():
-    assert {"basic", "perf_pidns"} <= set(CASES)
+    assert {"basic", "perf_pidns", "conditions", "strings_dumps", "structs_backtrace"} \
+        <= set(CASES)

@@ -113,7 +113,6 @@ def test_unknown_function_gets_pattern_span():
 
 
 @pytest.mark.parametrize("text, what", [
-    ("trace handle { bt; }", "'bt'"),
     ("trace 0x1145 { print fd; }", "address trace patterns"),
 ])
 def test_unsupported_constructs_say_so(text, what):
