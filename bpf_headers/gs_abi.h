@@ -23,7 +23,8 @@ enum gs_value_status {
 /* Event kinds (gs_event_hdr.kind). */
 enum gs_event_kind {
     GS_EVENT_TRACE = 1,
-    GS_EVENT_EXPR_ERROR = 2,
+    GS_EVENT_OFFSETS_MISS = 2,  /* a probe found no load offsets for key_pid */
+    GS_EVENT_EXEC = 3,          /* key_pid exec'd a new program (-t mode) */
 };
 
 /* Largest event a probe may build; the per-CPU scratch buffer holds the
@@ -33,13 +34,15 @@ enum gs_limits {
     GS_WORK_SIZE = 512,
     GS_SCRATCH_SIZE = 8704,
     GS_COMPARE_CAP = 64,
+    GS_MAX_FRAMES = 32,
     GS_RINGBUF_PAGES = 256,
     GS_PERF_PAGES = 64,
     GS_MAX_TRACKED_MODULES = 4096,
 };
 
-/* Header at offset 0 of every event. pid/tid are in the PID namespace in
- * which the tracer read /proc; host_pid/host_tid in the initial namespace. */
+/* Header at offset 0 of every event. pid/tid: the target's PID-namespace
+ * view ($pid/$tid); host_pid/host_tid: the initial namespace; key_pid: the
+ * view in which the tracer read /proc, used for every map key. */
 struct gs_event_hdr {
     __u64 timestamp_ns;
     __u32 probe_id;
@@ -49,7 +52,7 @@ struct gs_event_hdr {
     __u32 host_pid;
     __u32 host_tid;
     __u32 size;
-    __u32 failed_value;   /* GS_EVENT_EXPR_ERROR: index of the failed value */
+    __u32 key_pid;
 };
 
 /* Key of proc_module_offsets: one loaded module of one process. */
@@ -78,5 +81,6 @@ struct gs_scratch {
 #define GS_MAP_LOST gs_lost_events
 #define GS_MAP_OFFSETS proc_module_offsets
 #define GS_MAP_PID_ALIASES pid_aliases
+#define GS_MAP_OFFSETS_WANTED gs_offsets_wanted
 
 #endif /* GS_ABI_H */

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from gs_cgen.errors import GsError, TargetError, UnsupportedError
+from gs_cgen.errors import GsError, TargetError
 
 EXIT_USER_ERROR = 1
 
@@ -57,8 +57,8 @@ def trace(pid, target_path, script_text, script_file, output, max_events, durati
 def _check_usage(pid, target_path, script_text, script_file, command) -> None:
     if (script_text is None) == (script_file is None):
         raise click.UsageError("give exactly one of -s/--script and -f/--script-file")
-    if command and (pid is not None or target_path):
-        raise click.UsageError("'-- COMMAND' cannot be combined with -p or -t")
+    if command and pid is not None:
+        raise click.UsageError("'-- COMMAND' cannot be combined with -p")
     if not command and pid is None and not target_path:
         raise click.UsageError("name a target: -p PID, -t PATH, or -- COMMAND [ARGS...]")
 
@@ -79,21 +79,41 @@ def _run_trace(script: _ScriptSource, pid, target_path, output, max_events, dura
     from gs_cgen.plan.build import PlanOptions  # noqa: PLC0415
     from gs_cgen.plan.model import EventTransport  # noqa: PLC0415
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
-    if command:
-        raise UnsupportedError("not supported yet: launching a command (use -p or -t)")
-    module_path = _module_path(pid, target_path, proc)
-    options = PlanOptions(script_name=script.name, pid_namespace=proc.tracer_pid_namespace(),
-                          transport=EventTransport(event_map), input_pid=pid,
-                          mem_dump_cap=mem_dump_cap)
-    compiled = compile_script(script.text, module_path, options)
-    if emit_c:
-        click.echo(compiled.c_text, nl=False)
-        return 0
-    from gs_cgen.tracer import TraceOptions, run_trace  # noqa: PLC0415
-    style = output or ("pretty" if sys.stdout.isatty() else "plain")
-    trace_options = TraceOptions(style, max_events, duration, dry_run, pid,
-                                 stop_when_gone=pid)
-    return run_trace(compiled, trace_options, _diagnostic)
+    from gs_cgen.runtime.launch import launch_held  # noqa: PLC0415
+    launched = launch_held(list(command)) if command else None
+    try:
+        process = proc.open_process(launched.pid if launched else pid) \
+            if (launched or pid is not None) else None
+        modules = _module_set(process, target_path)
+        options = PlanOptions(script_name=script.name,
+                              pid_namespace=proc.pid_namespaces(process),
+                              transport=EventTransport(event_map), input_pid=pid,
+                              mem_dump_cap=mem_dump_cap, watch_exec=process is None)
+        compiled = compile_script(script.text, modules, options)
+        if emit_c:
+            click.echo(compiled.c_text, nl=False)
+            return 0
+        from gs_cgen.tracer import TraceOptions, run_trace  # noqa: PLC0415
+        style = output or ("pretty" if sys.stdout.isatty() else "plain")
+        filter_pid = process.pid if process else None
+        trace_options = TraceOptions(style, max_events, duration, dry_run, filter_pid,
+                                     stop_when_gone=pid if not launched else None)
+        return run_trace(compiled, trace_options, _diagnostic, launched)
+    finally:
+        if launched is not None and not launched.released:
+            launched.abandon()
+
+
+def _module_set(process, target_path):
+    """-t names the module (functions and lines resolve there only); -p
+    alone resolves in the executable, then in the libraries it maps."""
+    from gs_cgen.plan.modules import ModuleSet  # noqa: PLC0415
+    others = tuple(process.module_paths()) if process else ()
+    if target_path:
+        if not os.path.exists(target_path):
+            raise TargetError(f"no such file: {target_path}")
+        return ModuleSet(os.path.realpath(target_path), others, restrict_to_default=True)
+    return ModuleSet(process.exe_path, others)
 
 
 def _module_path(pid, target_path, proc) -> str:

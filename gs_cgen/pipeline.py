@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gs_cgen.dwarf import open_module
 from gs_cgen.emit.program import emit_program
 from gs_cgen.plan.build import PlanOptions, build_plan
 from gs_cgen.plan.model import Plan
+from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.script import ast
 from gs_cgen.script.check import check
 from gs_cgen.script.parser import parse
@@ -20,9 +20,8 @@ class Compiled:
     c_text: str
 
 
-def compile_script(script_text: str, module_path: str, options: PlanOptions) -> Compiled:
+def compile_script(script_text: str, modules: ModuleSet, options: PlanOptions) -> Compiled:
     script = parse(script_text)
     check(script)
-    module = open_module(module_path)
-    plan = build_plan(script, module, options)
+    plan = build_plan(script, modules, options)
     return Compiled(script, plan, emit_program(plan))

@@ -8,11 +8,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from gs_cgen.abi import abi
 from gs_cgen.pipeline import Compiled
 from gs_cgen.render.decode import decode, event_header
 from gs_cgen.render.output import make_sink
 from gs_cgen.runtime import target as proc
 from gs_cgen.runtime.collector import collect
+from gs_cgen.runtime.launch import LaunchedCommand
+from gs_cgen.runtime.offsets import OffsetKeeper
 from gs_cgen.runtime.session import TraceSession, require_privileges
 from gs_cgen.runtime.symbolize import FrameResolver
 
@@ -23,21 +26,21 @@ class TraceOptions:
     max_events: int | None
     duration: float | None
     dry_run: bool
-    pid: int | None              # -p: attach filtered to this process
-    stop_when_gone: int | None   # end when this PID exits
+    pid: int | None              # only this process's events (-p, launch)
+    stop_when_gone: int | None   # end when this PID exits (-p)
 
 
 class _StopFlag:
     def __init__(self) -> None:
         self.raised = False
-        self.reason = ""
 
     def __call__(self, signum, _frame) -> None:
-        self.raised, self.reason = True, signal.Signals(signum).name
+        self.raised = True
 
 
-def run_trace(compiled: Compiled, options: TraceOptions,
-              diagnostics: Callable[[str], None]) -> int:
+def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[str], None],
+              launched: LaunchedCommand | None = None) -> int:
+    """Load, attach, collect until a stop condition; detach on every path."""
     require_privileges()
     stop = _StopFlag()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -47,52 +50,50 @@ def run_trace(compiled: Compiled, options: TraceOptions,
         if options.dry_run:
             _print_sites(compiled)
             return 0
-        _fill_offsets(session, compiled, options.pid)
+        keeper = OffsetKeeper(session, compiled.plan.modules, options.pid)
+        keeper.fill_existing()
         if stop.raised:
             return 0
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
-        return _loop(session, compiled, options, stop, diagnostics)
+        if launched is not None:
+            launched.release()
+        return _loop(session, compiled, options, stop, diagnostics, keeper, launched)
     finally:
         session.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _fill_offsets(session: TraceSession, compiled: Compiled, pid: int | None) -> None:
-    """Load offsets of every module a probe reads globals from, per process."""
-    for module in compiled.plan.modules:
-        pids = [pid] if pid is not None else proc.processes_mapping(module.path)
-        for each in pids:
-            try:
-                target = proc.open_process(each)
-            except Exception:  # noqa: BLE001 — the process may be gone already
-                continue
-            offsets = proc.module_offsets(target, module.path, module.segments)
-            if offsets is not None:
-                session.set_module_offsets(each, module.cookie, offsets)
-
-
-def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag,
-          diagnostics) -> int:
+def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, diagnostics,
+          keeper: OffsetKeeper, launched: LaunchedCommand | None) -> int:
     probes = {p.site.probe_id: p for p in compiled.plan.probes}
     sink = make_sink(options.output, FrameResolver())
+    kinds = abi().constants
     rendered = 0
     deadline = None if options.duration is None else time.monotonic() + options.duration
 
     def on_event(raw: bytes) -> None:
         nonlocal rendered
+        header = event_header(raw)
+        if header["kind"] in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
+            keeper.watch(header["key_pid"])
+            return
         if options.max_events is not None and rendered >= options.max_events:
             return
-        probe = probes.get(event_header(raw)["probe_id"])
+        probe = probes.get(header["probe_id"])
         if probe is not None:
             sink(decode(raw, probe), probe)
             rendered += 1
 
     def should_stop() -> bool:
+        keeper.retry()
         if options.max_events is not None and rendered >= options.max_events:
             return True
         if deadline is not None and time.monotonic() >= deadline:
+            return True
+        if launched is not None and launched.process.poll() is not None:
+            diagnostics(f"command {launched.exit_description()}")
             return True
         if options.stop_when_gone is not None and not proc.is_alive(options.stop_when_gone):
             diagnostics(f"process {options.stop_when_gone} exited")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gs_cgen.dwarf.model import (FunctionSite, GlobalVariable, LineSite, LoadSegment,
+from gs_cgen.dwarf.model import (CodeLocation, FunctionSite, GlobalVariable, LineSite, LoadSegment,
                                  VisibleVariable)
 from gs_cgen.errors import DebugInfoError, nearest
 
@@ -70,6 +70,19 @@ class FakeModule:
 
     def variables_at(self, pc: int) -> list[VisibleVariable]:
         return self.variables.get(pc, [])
+
+    def has_function_symbol(self, name: str) -> bool:
+        return name in self.functions
+
+    def check_code_address(self, vaddr: int) -> str:
+        for sites in self.functions.values():
+            for site in sites:
+                if site.low_pc <= vaddr < site.high_pc:
+                    return site.name
+        raise DebugInfoError(f"address 0x{vaddr:x} is not in a code segment")
+
+    def describe_address(self, vaddr: int) -> CodeLocation:
+        return CodeLocation(self.check_code_address(vaddr), None, None)
 
     def find_global(self, name: str) -> GlobalVariable | None:
         return self.globals.get(name)

@@ -10,6 +10,7 @@ import functools
 import os
 import struct
 
+from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
@@ -281,6 +282,15 @@ class ModuleDebugInfo:
             decl_line=line_attr.value if line_attr else None)
 
     # -------------------------------------------------------------- types
+
+    def has_function_symbol(self, name: str) -> bool:
+        """Cheap pre-check (symbol tables only) before find_functions."""
+        return bool(self._symbols_named(name, SymbolKind.FUNC))
+
+    def check_code_address(self, vaddr: int) -> str:
+        """The function containing instruction `vaddr`; DebugInfoError when it
+        is not in code or not at an instruction boundary."""
+        return check_instruction_boundary(self._elf, vaddr)
 
     def describe_address(self, vaddr: int) -> CodeLocation:
         """Function and source line of an instruction (gdb's `info symbol`

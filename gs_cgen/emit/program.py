@@ -11,7 +11,8 @@ from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (BacktraceCapture, ConditionCapture, DumpCapture, EventTransport, IfStep,
                                 MemoryCapture, NoCapture, Plan, PrintStep, ProbePlan,
-                                ScalarCapture, Step, StringCapture, ValueSlot)
+                                ScalarCapture, Step, StringCapture, ValueSlot,
+                                capture_scalars)
 
 _HERE = Path(__file__).resolve().parent
 _ASSERTED_STRUCTS = ("gs_event_hdr", "proc_module_key", "proc_module_offsets_value")
@@ -19,6 +20,20 @@ _SUBMIT = {
     EventTransport.RINGBUF: "long err = ${events}.ringbuf_output(ev, size, 0);",
     EventTransport.PERF: "long err = ${events}.perf_submit(ctx, ev, size);",
 }
+_NOTIFY = {
+    EventTransport.RINGBUF: "${events}.ringbuf_output(&note, sizeof(note), 0);",
+    EventTransport.PERF: "${events}.perf_submit(${ctx}, &note, sizeof(note));",
+}
+_EXEC_WATCH = """
+/* -t mode: new programs may be the traced one; the tracer reads their maps. */
+TRACEPOINT_PROBE(sched, sched_process_exec)
+{
+    struct gs_event_hdr note = {};
+    gs_fill_header(&note, 0, GS_EVENT_EXEC, sizeof(note));
+    ${notify}
+    return 0;
+}
+"""
 _EVENTS_DECL = {
     EventTransport.RINGBUF: "BPF_RINGBUF_OUTPUT(${events}, GS_RINGBUF_PAGES);",
     EventTransport.PERF: "BPF_PERF_OUTPUT(${events});",
@@ -49,6 +64,9 @@ def _includes(plan: Plan) -> str:
         f"#define GS_USE_NS_PID {1 if ns.use_ns_helper else 0}",
         f"#define GS_PIDNS_DEV {c.u64_literal(ns.dev)}",
         f"#define GS_PIDNS_INO {c.u64_literal(ns.ino)}",
+        f"#define GS_TARGET_NS_PID {1 if ns.target_ino else 0}",
+        f"#define GS_TARGET_PIDNS_DEV {c.u64_literal(ns.target_dev)}",
+        f"#define GS_TARGET_PIDNS_INO {c.u64_literal(ns.target_ino)}",
         '#include "gs_abi.h"',
         '#include "gs_prelude.h"',
         "",
@@ -72,11 +90,18 @@ def _runtime_section(plan: Plan) -> str:
     names = abi().map_names
     events = names["GS_MAP_EVENTS"]
     template = Template((_HERE / "runtime.c.in").read_text())
+    notify = Template(_NOTIFY[plan.transport])
+    exec_watch = ""
+    if plan.watch_exec:
+        exec_notify = notify.substitute(events=events, ctx="args")
+        exec_watch = Template(_EXEC_WATCH).substitute(notify=exec_notify)
     return template.substitute(
         events_decl=Template(_EVENTS_DECL[plan.transport]).substitute(events=events),
         submit=Template(_SUBMIT[plan.transport]).substitute(events=events),
+        notify=notify.substitute(events=events, ctx="ctx"), exec_watch=exec_watch,
         scratch=names["GS_MAP_SCRATCH"], lost=names["GS_MAP_LOST"],
-        offsets=names["GS_MAP_OFFSETS"], aliases=names["GS_MAP_PID_ALIASES"])
+        offsets=names["GS_MAP_OFFSETS"], aliases=names["GS_MAP_PID_ALIASES"],
+        wanted=names["GS_MAP_OFFSETS_WANTED"])
 
 
 def emit_probe(probe: ProbePlan) -> str:
@@ -98,12 +123,27 @@ def emit_probe(probe: ProbePlan) -> str:
         w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
     for cookie in _module_cookies(probe):
         w.line(f"struct proc_module_offsets_value *{c.offsets_variable(cookie)} = "
-               f"gs_module_offsets(ev, {c.u64_literal(cookie)});")
+               f"gs_module_offsets(ctx, ev, {c.u64_literal(cookie)});")
+        if cookie == site.module_cookie:
+            _own_module_fallback(w, probe, cookie)
     for step in probe.steps:
         _emit_step(w, probe, step)
     w.line(f"return gs_submit(ctx, ev, {probe.event_size});")
     header = f"int {c.probe_function_name(site.probe_id)}(struct pt_regs *ctx)\n{{"
     return "\n".join([header, w.text(), "}", ""])
+
+
+def _own_module_fallback(w: CWriter, probe: ProbePlan, cookie: int) -> None:
+    """Before the tracer has read a new process's maps, the probe's own
+    module is still exactly locatable: the kernel sets regs->ip to the
+    probed instruction before running uprobe handlers, and all PT_LOADs of
+    a module share one load bias."""
+    offsets = c.offsets_variable(cookie)
+    w.line("struct proc_module_offsets_value gs_own = {};")
+    with w.block(f"if (!{offsets})"):
+        w.line(f"__u64 bias = ctx->ip - {c.u64_literal(probe.site.address)};")
+        w.line("gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;")
+        w.line(f"{offsets} = &gs_own;")
 
 
 def _module_cookies(probe: ProbePlan) -> list[int]:
@@ -117,24 +157,11 @@ def _registers(probe: ProbePlan) -> list[str]:
 
 
 def _scalar_nodes(probe: ProbePlan):
-    pending = [v for slot in probe.slots for v in _capture_scalars(slot.capture)]
+    pending = [v for slot in probe.slots for v in capture_scalars(slot.capture)]
     while pending:
         node = pending.pop()
         yield node
         pending.extend(ir.scalar_children(node))
-
-
-def _capture_scalars(capture) -> tuple:
-    match capture:
-        case ScalarCapture(value=v) | ConditionCapture(condition=v):
-            return (v,)
-        case MemoryCapture(address=a):
-            return (a,)
-        case StringCapture(pointer=p):
-            return (p,)
-        case DumpCapture(address=a, length=n):
-            return (a, n)
-    return ()
 
 
 def _emit_step(w: CWriter, probe: ProbePlan, step: Step) -> None:

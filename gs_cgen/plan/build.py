@@ -15,7 +15,9 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Condit
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep,
                                 MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
-                                SlotRef, Step, StringCapture, ValueSlot, module_cookie)
+                                SlotRef, Step, StringCapture, ValueSlot, capture_scalars,
+                                module_cookie)
+from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.script import ast
 
@@ -32,19 +34,40 @@ class PlanOptions:
     transport: EventTransport = EventTransport.RINGBUF
     input_pid: int | None = None
     mem_dump_cap: int = 256
+    watch_exec: bool = False
 
 
-def build_plan(script: ast.Script, module, options: PlanOptions) -> Plan:
-    """`module` is the dwarf ModuleDebugInfo of the module being probed."""
-    module.require_debug_info()
+def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> Plan:
+    """Plan every trace block at every site its pattern resolves to."""
     probes: list[ProbePlan] = []
     for block in script.traces:
-        for site in resolve_sites(block, module, first_probe_id=len(probes)):
-            probes.append(_ProbeBuilder(block, site, module, script.text, options).build())
-    cookie = module_cookie(module.path, module.build_id)
-    modules = (ModuleRef(module.path, cookie, tuple(module.segments)),)
-    return Plan(tuple(probes), modules, options.pid_namespace, options.transport,
-                options.input_pid, options.script_name)
+        for module, site in resolve_sites(block, modules, first_probe_id=len(probes)):
+            builder = _ProbeBuilder(block, site, module, modules, script.text, options)
+            probes.append(builder.build())
+    return Plan(tuple(probes), _referenced_modules(probes, modules), options.pid_namespace,
+                options.transport, options.input_pid, options.script_name, options.watch_exec)
+
+
+def _referenced_modules(probes: list[ProbePlan], modules: ModuleSet) -> tuple[ModuleRef, ...]:
+    """Modules whose globals the probes read, or that hold a probe: the
+    runtime fills load offsets for exactly these."""
+    cookies = {node.cookie for probe in probes for node in _scalar_nodes(probe)
+               if isinstance(node, ir.ModuleAddress)}
+    refs = {}
+    for module in modules.opened():
+        cookie = module_cookie(module.path, module.build_id)
+        holds_probe = any(p.site.module_path == module.path for p in probes)
+        if cookie in cookies or holds_probe:
+            refs[module.path] = ModuleRef(module.path, cookie, tuple(module.segments))
+    return tuple(refs.values())
+
+
+def _scalar_nodes(probe: ProbePlan):
+    pending = [v for slot in probe.slots for v in capture_scalars(slot.capture)]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(ir.scalar_children(node))
 
 
 @dataclass
@@ -62,6 +85,7 @@ class _ProbeBuilder:
     block: ast.TraceBlock
     site: ProbeSite
     module: object
+    modules: ModuleSet
     text: str
     options: PlanOptions
     slots: list[_SlotSpec] = field(default_factory=list)
@@ -72,8 +96,9 @@ class _ProbeBuilder:
         for var in self.module.variables_at(self.site.address):
             visible.setdefault(var.name, var)   # innermost scope wins
         where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
-        self.exprs = ExprPlanner(self.module, visible, where, self.options.input_pid,
-                                 abi().constants["GS_COMPARE_CAP"], self.text)
+        self.exprs = ExprPlanner(self.module, self.modules, visible, where,
+                                 self.options.input_pid, abi().constants["GS_COMPARE_CAP"],
+                                 self.text)
 
     def build(self) -> ProbePlan:
         steps = self._block(self.block.body)
@@ -192,9 +217,10 @@ class _ProbeBuilder:
             name = ast.Name(piece.length_variable, self.block.span)
             length, _ = self.exprs.integer(name)
         arg = next(args)
-        address = self.exprs.string_address(self.exprs.place(arg), arg)
+        place = self.exprs.place(arg)
+        address = self.exprs.string_address(place, arg)
         cap = self.options.mem_dump_cap
-        return self._add_slot(DumpCapture(address, length, cap), cap,
+        return self._add_slot(DumpCapture(address, length, cap, getattr(place, "ctype", None)), cap,
                               arg.span.slice(self.text), arg.span)
 
     def _add_slot(self, capture: Capture, size: int, text: str, span) -> int:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister,
                                  OptimizedOut, UnsupportedLocation, VariableLocation,
                                  register_name)
-from gs_cgen.dwarf.types import (ArrayType, CType, FunctionType, PointerType, StructType,
+from gs_cgen.dwarf.types import (ArrayType, CType, FloatType, FunctionType, PointerType,
+                                 StructType,
                                  VoidType, strip, type_name, type_size)
 from gs_cgen.errors import PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
@@ -33,9 +34,9 @@ _COMPARE = {ast.BinaryOp.EQ, ast.BinaryOp.NE, ast.BinaryOp.LT, ast.BinaryOp.LE,
 class ExprPlanner:
     """Plans expressions for one probe site; `scopes` holds `let` aliases."""
 
-    def __init__(self, module, visible: dict, where: str, input_pid: int | None,
+    def __init__(self, module, modules, visible: dict, where: str, input_pid: int | None,
                  compare_cap: int, source_text: str) -> None:
-        self.module, self.visible, self.where = module, visible, where
+        self.module, self.modules, self.visible, self.where = module, modules, visible, where
         self.source_text = source_text
         self.input_pid, self.compare_cap = input_pid, compare_cap
         self.scopes: list[dict[str, ir.Place]] = [{}]
@@ -87,17 +88,19 @@ class ExprPlanner:
         var = self.visible.get(ident)
         if var is not None:
             return self.location_place(var.location, var.type)
-        glob = self.module.find_global(ident)
-        if glob is not None:
-            return ir.MemoryPlace(self.static_address(glob.address), glob.type)
+        found = self.modules.find_global(ident, self.module)
+        if found is not None:
+            owner, glob = found
+            return ir.MemoryPlace(self.static_address(glob.address, owner), glob.type)
         pool = [n for s in self.scopes for n in s] + list(self.visible) + \
-            self.module.global_names()
+            self.modules.global_names(self.module)
         raise PlanError(f"no variable '{ident}' at {self.where}", expr.span,
                         candidates=nearest(ident, pool))
 
-    def static_address(self, address: int) -> ir.Scalar:
-        cookie = module_cookie(self.module.path, self.module.build_id)
-        return ir.ModuleAddress(cookie, self.module.section_of(address), address)
+    def static_address(self, address: int, owner=None) -> ir.Scalar:
+        owner = owner or self.module
+        cookie = module_cookie(owner.path, owner.build_id)
+        return ir.ModuleAddress(cookie, owner.section_of(address), address)
 
     def location_place(self, location: VariableLocation, ctype: CType) -> ir.Place:
         match location:
@@ -285,6 +288,10 @@ class ExprPlanner:
         return place.ctype
 
     def _require_integer(self, ctype: CType, expr: ast.Expr) -> None:
+        if isinstance(strip(ctype), FloatType):
+            raise PlanError(f"'{self._text(expr)}' is a {type_name(ctype)}: floating-point "
+                            "arithmetic is not supported (eBPF has no floating point); "
+                            "print the value itself", expr.span)
         if not arith.is_integer(ctype):
             raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not an "
                             "integer", expr.span)
@@ -304,6 +311,8 @@ class ExprPlanner:
         ctype, base = place.ctype, strip(place.ctype)
         if isinstance(base, ArrayType):
             return place.address, arith.pointer_to(base.element)
+        if isinstance(strip(ctype), FloatType):
+            self._require_integer(ctype, expr)
         if not arith.is_scalar(ctype):
             raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not a number "
                             "or pointer", expr.span)

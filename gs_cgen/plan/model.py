@@ -37,6 +37,7 @@ class ProbeSite:
     function: str | None
     source_file: str | None
     source_line: int | None
+    module_cookie: int = 0
 
 
 # ----------------------------------------------------------- value captures
@@ -76,6 +77,7 @@ class DumpCapture:
     address: Scalar
     length: Scalar
     cap: int
+    ctype: CType | None = None        # the dumped argument's type, for JSON
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,20 @@ class BacktraceCapture:
 
 Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture
            | ConditionCapture | BacktraceCapture)
+
+
+def capture_scalars(capture: Capture) -> tuple[Scalar, ...]:
+    """The scalar expressions a capture evaluates."""
+    match capture:
+        case ScalarCapture(value=v) | ConditionCapture(condition=v):
+            return (v,)
+        case MemoryCapture(address=a):
+            return (a,)
+        case DumpCapture(address=a, length=n):
+            return (a, n)
+        case StringCapture(pointer=p):
+            return (p,)
+    return ()
 
 
 @dataclass(frozen=True)
@@ -216,12 +232,16 @@ class ProbePlan:
 
 @dataclass(frozen=True)
 class PidNamespace:
-    """How the probe derives the PID used as map key and as `$pid`.
-    `use_ns_helper` when the tracer is not in the initial PID namespace."""
+    """How the probe derives PIDs. Map keys use the tracer's view of /proc:
+    `use_ns_helper` (with the tracer's pidns `dev`/`ino`) when the tracer is
+    not in the initial PID namespace. `$pid`/`$tid` use the target's view:
+    `target_dev`/`target_ino` when -p named a process in another namespace."""
 
     use_ns_helper: bool
     dev: int = 0
     ino: int = 0
+    target_dev: int = 0
+    target_ino: int = 0
 
 
 class EventTransport(Enum):
@@ -246,3 +266,4 @@ class Plan:
     transport: EventTransport
     input_pid: int | None
     script_name: str
+    watch_exec: bool = False      # -t: notify the tracer of every exec

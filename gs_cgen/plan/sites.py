@@ -1,34 +1,54 @@
-"""Trace patterns → probe sites (module address and uprobe file offset)."""
+"""Trace patterns → probe sites (module, address and uprobe file offset)."""
 from __future__ import annotations
 
-from gs_cgen.errors import DebugInfoError, UnsupportedError
-from gs_cgen.plan.model import ProbeSite
+
+from gs_cgen.errors import DebugInfoError
+from gs_cgen.plan.model import ProbeSite, module_cookie
+from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.script import ast
 
 
-def resolve_sites(block: ast.TraceBlock, module, first_probe_id: int) -> list[ProbeSite]:
-    """Every address the block's pattern names in `module`, in address order."""
+def resolve_sites(block: ast.TraceBlock, modules: ModuleSet,
+                  first_probe_id: int) -> list[tuple[object, ProbeSite]]:
+    """(module, site) for every address the block's pattern names."""
     try:
-        found = _resolve(block, module)
+        found = _resolve(block, modules)
     except DebugInfoError as exc:
         if exc.span is None:
             exc.span = block.pattern_span
         raise
-    return [_site(block, module, first_probe_id + i, *where) for i, where in enumerate(found)]
+    return [(module, _site(block, module, first_probe_id + i, *where))
+            for i, (module, *where) in enumerate(found)]
 
 
-def _resolve(block: ast.TraceBlock, module) -> list[tuple]:
+def _resolve(block: ast.TraceBlock, modules: ModuleSet) -> list[tuple]:
     match block.pattern:
         case ast.FunctionPattern(name=name):
-            return [(f.probe_address, f.name, f.decl_file, f.decl_line)
-                    for f in sorted(module.find_functions(name), key=lambda f: f.probe_address)]
+            return _functions(name, modules)
         case ast.LinePattern(file=file, line=line):
-            return [(s.address, s.function, s.file, s.line)
-                    for s in sorted(module.find_lines(file, line), key=lambda s: s.address)]
-        case ast.AddressPattern():
-            raise UnsupportedError("not supported yet: address trace patterns",
-                                   block.pattern_span)
+            return [(m, s.address, s.function, s.file, s.line)
+                    for m in modules.line_modules(file, line)
+                    for s in sorted(m.find_lines(file, line), key=lambda s: s.address)]
+        case ast.AddressPattern(address=address, module=suffix):
+            module = modules.by_suffix(suffix) if suffix else modules.default
+            module.require_debug_info()
+            function = module.check_code_address(address)
+            where = module.describe_address(address)
+            return [(module, address, where.function or function, where.file, where.line)]
     raise TypeError(block.pattern)
+
+
+def _functions(name: str, modules: ModuleSet) -> list[tuple]:
+    holders = modules.function_modules(name)
+    if len(holders) > 1:
+        paths = ", ".join(m.path for m in holders)
+        raise DebugInfoError(
+            f"function '{name}' is defined in several modules: {paths}",
+            hints=(f"name the module with -t, e.g. -t {holders[1].path} -p PID",))
+    module = holders[0] if holders else modules.default
+    module.require_debug_info()
+    return [(module, f.probe_address, f.name, f.decl_file, f.decl_line)
+            for f in sorted(module.find_functions(name), key=lambda f: f.probe_address)]
 
 
 def _site(block: ast.TraceBlock, module, probe_id: int, address: int,
@@ -36,4 +56,5 @@ def _site(block: ast.TraceBlock, module, probe_id: int, address: int,
     return ProbeSite(probe_id=probe_id, pattern_text=block.pattern_text,
                      module_path=module.path, address=address,
                      file_offset=module.vaddr_to_file_offset(address), function=function,
-                     source_file=file, source_line=line)
+                     source_file=file, source_line=line,
+                     module_cookie=module_cookie(module.path, module.build_id))

@@ -70,6 +70,7 @@ class Event:
     timestamp_ns: int
     executed: int                 # bitmap of rendered lines that ran
     values: tuple                 # per slot: a values.Value or a Dump
+    key_pid: int = 0              # the PID in the tracer's /proc view
 
     def ran(self, bit: int) -> bool:
         return bool(self.executed >> bit & 1)
@@ -88,7 +89,7 @@ def decode(raw: bytes, probe: ProbePlan) -> Event:
     values = tuple(decode_slot(raw, slot) if _slot_ran(slot, probe, executed) else None
                    for slot in probe.slots)
     return Event(hdr["probe_id"], hdr["pid"], hdr["tid"], hdr["host_pid"], hdr["host_tid"],
-                 hdr["timestamp_ns"], executed, values)
+                 hdr["timestamp_ns"], executed, values, hdr["key_pid"])
 
 
 def _slot_ran(slot: ValueSlot, probe: ProbePlan, executed: int) -> bool:

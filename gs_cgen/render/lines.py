@@ -30,7 +30,7 @@ def render_lines(event: Event, probe: ProbePlan, resolve_frame=None) -> list[str
         if not event.ran(line.bit):
             continue
         if isinstance(line, BacktraceLine):
-            lines.extend(_backtrace(event.values[line.slot], event.pid, resolve_frame))
+            lines.extend(_backtrace(event.values[line.slot], event.key_pid, resolve_frame))
         elif isinstance(line, ExprErrorLine):
             lines.append(_line(line, event))
         else:
@@ -130,15 +130,17 @@ def _json_values(event: Event, probe: ProbePlan):
     for line in probe.lines:
         if isinstance(line, (ExprErrorLine, BacktraceLine)) or not event.ran(line.bit):
             continue
+        styles = {p.slot: p.style for p in getattr(line, "pieces", ()) if isinstance(p, DumpRef)}
         for index in _line_slots(line):
-            yield _json_value(probe.slots[index], event.values[index])
+            yield _json_value(probe.slots[index], event.values[index], styles.get(index, "x"))
 
 
-def _json_value(slot, value) -> dict:
+def _json_value(slot, value, style: str = "x") -> dict:
     ctype = slot.ctype
     entry = {"expr": slot.expr_text, "type": type_name(ctype) if ctype is not None else "long"}
     if isinstance(value, Dump):
-        entry.update(value=value.data.hex(), status="truncated" if value.truncated else "ok")
+        entry.update(value=format_dump(value.data, style, False),
+                     status="truncated" if value.truncated else "ok")
         return entry
     entry.update(value=value_json(value), status=value_status(value))
     if entry["status"] not in ("ok", "truncated"):

@@ -25,9 +25,14 @@ class Mapping:
 
 @dataclass(frozen=True)
 class ProcessTarget:
+    """A process as the tracer sees it. Paths are usable from the tracer's
+    mount namespace (prefixed with /proc/PID/root when the target's root
+    differs, as in a container)."""
+
     pid: int
     exe_path: str
     mappings: tuple[Mapping, ...]
+    pidns: tuple[int, int] = (0, 0)       # (dev, ino) of /proc/PID/ns/pid
 
     def module_paths(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -53,12 +58,30 @@ def open_process(pid: int) -> ProcessTarget:
         exe = os.readlink(f"/proc/{pid}/exe")
         with open(f"/proc/{pid}/maps") as f:
             maps = f.read()
-    except FileNotFoundError:
+        ns = os.stat(f"/proc/{pid}/ns/pid")
+        root = _foreign_root(pid)
+    except (FileNotFoundError, ProcessLookupError):
         raise TargetError(f"no process with PID {pid}") from None
     except PermissionError:
         raise TargetError(f"cannot read /proc/{pid} (run gs-cgen as root)") from None
-    exe = exe.removesuffix(" (deleted)")
-    return ProcessTarget(pid, exe, tuple(parse_maps(maps)))
+    mappings = tuple(_rooted(m, root) for m in parse_maps(maps))
+    exe = root + exe.removesuffix(" (deleted)")
+    return ProcessTarget(pid, exe, mappings, (ns.st_dev, ns.st_ino))
+
+
+def _foreign_root(pid: int) -> str:
+    """'' when the target shares our root directory, else /proc/PID/root."""
+    ours, theirs = os.stat("/"), os.stat(f"/proc/{pid}/root")
+    if (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino):
+        return ""
+    return f"/proc/{pid}/root"
+
+
+def _rooted(mapping: Mapping, root: str) -> Mapping:
+    if root and mapping.path.startswith("/"):
+        return Mapping(mapping.start, mapping.end, mapping.perms, mapping.offset,
+                       root + mapping.path)
+    return mapping
 
 
 def parse_maps(text: str) -> list[Mapping]:
@@ -94,10 +117,14 @@ def module_offsets(target: ProcessTarget, path: str,
     return SectionOffsets(bias, bias, bias, bias)
 
 
-def tracer_pid_namespace() -> PidNamespace:
+def pid_namespaces(target: ProcessTarget | None = None) -> PidNamespace:
+    """The tracer's PID namespace, plus the target's when it is another one."""
     st = os.stat("/proc/self/ns/pid")
-    return PidNamespace(use_ns_helper=st.st_ino != _INIT_PID_NS_INO,
-                        dev=st.st_dev, ino=st.st_ino)
+    target_dev = target_ino = 0
+    if target is not None and target.pidns != (st.st_dev, st.st_ino):
+        target_dev, target_ino = target.pidns
+    return PidNamespace(use_ns_helper=st.st_ino != _INIT_PID_NS_INO, dev=st.st_dev,
+                        ino=st.st_ino, target_dev=target_dev, target_ino=target_ino)
 
 
 def processes_mapping(path: str) -> list[int]:

@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gs_cgen"
-HOMES = {"elftools": "dwarf", "bcc": "runtime", "lark": "script", "click": "cli.py",
+HOMES = {"elftools": "dwarf", "capstone": "dwarf", "bcc": "runtime", "lark": "script", "click": "cli.py",
          "rich": "render", "pycparser": "abi.py"}
 # stage -> stages it must not import
 FORBIDDEN = {"script": {"dwarf", "plan", "emit", "runtime", "render"},

@@ -7,6 +7,9 @@
 #define GS_USE_NS_PID 0
 #define GS_PIDNS_DEV 0x0ULL
 #define GS_PIDNS_INO 0x0ULL
+#define GS_TARGET_NS_PID 0
+#define GS_TARGET_PIDNS_DEV 0x0ULL
+#define GS_TARGET_PIDNS_INO 0x0ULL
 #include "gs_abi.h"
 #include "gs_prelude.h"
 
@@ -19,7 +22,7 @@ _Static_assert(__builtin_offsetof(struct gs_event_hdr, tid) == 20, "gs_abi.h lay
 _Static_assert(__builtin_offsetof(struct gs_event_hdr, host_pid) == 24, "gs_abi.h layout drift: gs_event_hdr.host_pid");
 _Static_assert(__builtin_offsetof(struct gs_event_hdr, host_tid) == 28, "gs_abi.h layout drift: gs_event_hdr.host_tid");
 _Static_assert(__builtin_offsetof(struct gs_event_hdr, size) == 32, "gs_abi.h layout drift: gs_event_hdr.size");
-_Static_assert(__builtin_offsetof(struct gs_event_hdr, failed_value) == 36, "gs_abi.h layout drift: gs_event_hdr.failed_value");
+_Static_assert(__builtin_offsetof(struct gs_event_hdr, key_pid) == 36, "gs_abi.h layout drift: gs_event_hdr.key_pid");
 _Static_assert(sizeof(struct proc_module_key) == 16, "gs_abi.h layout drift: proc_module_key");
 _Static_assert(__builtin_offsetof(struct proc_module_key, pid) == 0, "gs_abi.h layout drift: proc_module_key.pid");
 _Static_assert(__builtin_offsetof(struct proc_module_key, pad) == 4, "gs_abi.h layout drift: proc_module_key.pad");
@@ -36,28 +39,49 @@ BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
 BPF_PERCPU_ARRAY(gs_lost_events, __u64, 1);
 BPF_HASH(proc_module_offsets, struct proc_module_key, struct proc_module_offsets_value, GS_MAX_TRACKED_MODULES);
 BPF_HASH(pid_aliases, __u32, __u32, GS_MAX_TRACKED_MODULES);
+BPF_HASH(gs_offsets_wanted, __u32, __u8, GS_MAX_TRACKED_MODULES);
 
-/* The PID the tracer saw in /proc: the namespace view when the tracer runs
- * in a PID namespace, else the host tgid. A process outside that namespace
- * falls back to its host tgid, translated through pid_aliases if known. */
+/* key_pid: the PID as the tracer saw it in /proc — the namespace view when
+ * the tracer runs in a PID namespace, else the host tgid; a process outside
+ * that namespace falls back to its host tgid, translated through
+ * pid_aliases if known. pid/tid: the target's namespace view when -p named
+ * a process in another PID namespace, else the key view. */
 static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 {
     __u64 host = bpf_get_current_pid_tgid();
     hdr->host_pid = host >> 32;
     hdr->host_tid = (__u32)host;
+    hdr->key_pid = hdr->host_pid;
     hdr->pid = hdr->host_pid;
     hdr->tid = hdr->host_tid;
-#if GS_USE_NS_PID
     struct bpf_pidns_info ns = {};
+#if GS_USE_NS_PID
     if (bpf_get_ns_current_pid_tgid(GS_PIDNS_DEV, GS_PIDNS_INO, &ns, sizeof(ns)) == 0) {
+        hdr->key_pid = ns.tgid;
         hdr->pid = ns.tgid;
         hdr->tid = ns.pid;
-        return;
+    } else {
+        __u32 *alias = pid_aliases.lookup(&hdr->host_pid);
+        if (alias)
+            hdr->key_pid = *alias;
     }
 #endif
-    __u32 *alias = pid_aliases.lookup(&hdr->host_pid);
-    if (alias)
-        hdr->pid = *alias;
+#if GS_TARGET_NS_PID
+    if (bpf_get_ns_current_pid_tgid(GS_TARGET_PIDNS_DEV, GS_TARGET_PIDNS_INO, &ns, sizeof(ns)) == 0) {
+        hdr->pid = ns.tgid;
+        hdr->tid = ns.pid;
+    }
+#endif
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    hdr->timestamp_ns = bpf_ktime_get_ns();
+    hdr->probe_id = probe_id;
+    hdr->kind = kind;
+    hdr->size = size;
+    gs_current_ids(hdr);
 }
 
 static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size)
@@ -66,23 +90,8 @@ static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size)
     struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
     if (!scratch)
         return 0;
-    struct gs_event_hdr *hdr = (struct gs_event_hdr *)scratch->bytes;
-    hdr->timestamp_ns = bpf_ktime_get_ns();
-    hdr->probe_id = probe_id;
-    hdr->kind = GS_EVENT_TRACE;
-    hdr->size = size;
-    hdr->failed_value = 0;
-    gs_current_ids(hdr);
+    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
     return scratch->bytes;
-}
-
-static __always_inline struct proc_module_offsets_value *
-gs_module_offsets(__u8 *ev, __u64 cookie)
-{
-    struct proc_module_key key = {};
-    key.pid = ((struct gs_event_hdr *)ev)->pid;
-    key.module_cookie = cookie;
-    return proc_module_offsets.lookup(&key);
 }
 
 static __always_inline void gs_count_lost(void)
@@ -93,6 +102,29 @@ static __always_inline void gs_count_lost(void)
         *lost += 1;
 }
 
+/* Tell the tracer, once per process, that its load offsets are needed. */
+static __always_inline void gs_want_offsets(struct pt_regs *ctx, __u32 key_pid)
+{
+    __u8 one = 1;
+    if (gs_offsets_wanted.insert(&key_pid, &one) != 0)
+        return;
+    struct gs_event_hdr note = {};
+    gs_fill_header(&note, 0, GS_EVENT_OFFSETS_MISS, sizeof(note));
+    gs_events.ringbuf_output(&note, sizeof(note), 0);
+}
+
+static __always_inline struct proc_module_offsets_value *
+gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+{
+    struct proc_module_key key = {};
+    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.module_cookie = cookie;
+    struct proc_module_offsets_value *offsets = proc_module_offsets.lookup(&key);
+    if (!offsets)
+        gs_want_offsets(ctx, key.pid);
+    return offsets;
+}
+
 static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
 {
     long err = gs_events.ringbuf_output(ev, size, 0);
@@ -100,6 +132,7 @@ static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
         gs_count_lost();
     return 0;
 }
+
 /* --- end of fixed part --- */
 
 int gs_probe_0(struct pt_regs *ctx)
@@ -114,7 +147,13 @@ int gs_probe_0(struct pt_regs *ctx)
     *(__u64 *)(ev + 40) = 0;
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_si = ctx->si;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ev, 0x10f5dab2c49d9be6ULL);
+    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, ev, 0x10f5dab2c49d9be6ULL);
+    struct proc_module_offsets_value gs_own = {};
+    if (!gs_offsets_10f5dab2c49d9be6) {
+        __u64 bias = ctx->ip - 0x1145ULL;
+        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
+        gs_offsets_10f5dab2c49d9be6 = &gs_own;
+    }
     {
         /* value 0: fd */
         gs_read_user(ev, 48, 64, 4, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))));
@@ -169,7 +208,13 @@ int gs_probe_1(struct pt_regs *ctx)
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     *(__u64 *)(ev + 40) = 0;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ev, 0x10f5dab2c49d9be6ULL);
+    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, ev, 0x10f5dab2c49d9be6ULL);
+    struct proc_module_offsets_value gs_own = {};
+    if (!gs_offsets_10f5dab2c49d9be6) {
+        __u64 bias = ctx->ip - 0x1150ULL;
+        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
+        gs_offsets_10f5dab2c49d9be6 = &gs_own;
+    }
     {
         /* value 0: g_color */
         if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4014ULL; goto gs_fail_0; }

@@ -25,5 +25,5 @@ void *__builtin_memset(void *dst, int c, unsigned long n);
 #define BPF_RINGBUF_OUTPUT(name, pages) struct { long (*ringbuf_output)(void *, __u64, __u64); } name
 #define BPF_PERF_OUTPUT(name) struct { long (*perf_submit)(void *, void *, __u64); } name
 #define BPF_PERCPU_ARRAY(name, leaf, n) struct { leaf *(*lookup)(void *); } name
-#define BPF_HASH(name, key, leaf, n) struct { leaf *(*lookup)(void *); } name
+#define BPF_HASH(name, key, leaf, n) struct { leaf *(*lookup)(void *); long (*insert)(void *, void *); } name
 #endif

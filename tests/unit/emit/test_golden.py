@@ -13,6 +13,7 @@ from pycparser import c_parser
 from gs_cgen.dwarf.model import (AtRegisterOffset, FunctionSite, GlobalVariable, InRegister,
                                  LineSite, OptimizedOut, VariableKind, VisibleVariable)
 from gs_cgen.emit.program import emit_program
+from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.build import PlanOptions, build_plan
 from gs_cgen.plan.model import EventTransport, PidNamespace
 from gs_cgen.script.check import check
@@ -49,7 +50,7 @@ def generate(case: str) -> str:
     transport = EventTransport.PERF if "perf" in case else EventTransport.RINGBUF
     namespace = PidNamespace(True, 4, 4026532000) if "pidns" in case else PidNamespace(False)
     options = PlanOptions(f"{case}.gs", namespace, transport, input_pid=1234)
-    return emit_program(build_plan(script, server_module(), options))
+    return emit_program(build_plan(script, ModuleSet.of(server_module()), options))
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -4,8 +4,10 @@ from __future__ import annotations
 import pytest
 
 from gs_cgen.abi import abi
+from gs_cgen.dwarf.types import FloatType
 from gs_cgen.dwarf.model import AtAddress, InRegister, VariableKind, VisibleVariable
 from gs_cgen.errors import PlanError, UnsupportedError
+from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.build import PlanOptions, build_plan
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (ExprErrorLine, ExprLine, FormatLine, IfStep, MemoryCapture,
@@ -20,7 +22,7 @@ OPTIONS = PlanOptions("t.gs", PidNamespace(False), input_pid=77)
 
 
 def plan(text: str, module=None):
-    return build_plan(parse(text), module or server_module(), OPTIONS)
+    return build_plan(parse(text), ModuleSet.of(module or server_module()), OPTIONS)
 
 
 def test_captures_follow_locations():
@@ -112,16 +114,20 @@ def test_unknown_function_gets_pattern_span():
     assert (info.value.span.line, info.value.span.column) == (1, 7)
 
 
-@pytest.mark.parametrize("text, what", [
-    ("trace 0x1145 { print fd; }", "address trace patterns"),
-])
-def test_unsupported_constructs_say_so(text, what):
-    with pytest.raises(UnsupportedError) as info:
-        plan(text)
-    assert info.value.message.startswith("not supported yet: ") and what in info.value.message
+def test_address_pattern_resolves_in_the_default_module():
+    site = plan("trace 0x1145 { print fd; }").probes[0].site
+    assert (site.address, site.function) == (0x1145, "handle")
+
+
+def test_float_arithmetic_is_refused_clearly():
+    module = server_module()
+    module.variables[0x1145] = [VisibleVariable("ratio", FloatType("double", 8),
+                                                InRegister(6), VariableKind.LOCAL)]
+    with pytest.raises(PlanError, match="floating-point arithmetic is not supported"):
+        plan("trace handle { print ratio * 2; }", module)
 
 
 def test_input_pid_needs_p():
     options = PlanOptions("t.gs", PidNamespace(False), input_pid=None)
     with pytest.raises(PlanError, match=r"\$input_pid is only available with -p PID"):
-        build_plan(parse("trace handle { print $input_pid; }"), server_module(), options)
+        build_plan(parse("trace handle { print $input_pid; }"), ModuleSet.of(server_module()), options)

@@ -5,6 +5,7 @@ import json
 import struct
 
 from gs_cgen.abi import abi
+from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.build import PlanOptions, build_plan
 from gs_cgen.plan.model import PidNamespace
 from gs_cgen.render.decode import decode
@@ -16,7 +17,7 @@ STATUS = abi().constants
 
 
 def probe_for(text: str):
-    return build_plan(parse(text), server_module(),
+    return build_plan(parse(text), ModuleSet.of(server_module()),
                       PlanOptions("t.gs", PidNamespace(False), input_pid=9)).probes[0]
 
 

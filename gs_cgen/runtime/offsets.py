@@ -1,0 +1,63 @@
+"""Keeps proc_module_offsets filled: for the processes present at attach
+time, for processes that exec later (-t), and whenever a probe reports a
+miss (a library mapped after we looked). A process whose modules are not
+all mapped yet is retried for a while; until then its values read as
+`<error: offsets unavailable>`, never as guesses."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from gs_cgen.errors import GsError
+from gs_cgen.plan.model import ModuleRef
+from gs_cgen.runtime import target as proc
+
+RETRY_SECONDS = 3.0
+
+
+@dataclass
+class OffsetKeeper:
+    session: object                      # TraceSession (set_module_offsets)
+    modules: tuple[ModuleRef, ...]
+    pid_filter: int | None = None
+    pending: dict[int, float] = field(default_factory=dict)   # pid -> give-up time
+    filled: dict[int, set[int]] = field(default_factory=dict)  # pid -> cookies done
+
+    def fill(self, pid: int) -> bool:
+        """Fill every plan module mapped in `pid`; True when all are done."""
+        if self.pid_filter is not None and pid != self.pid_filter:
+            return True
+        try:
+            target = proc.open_process(pid)
+        except GsError:
+            return True                   # gone: nothing left to do
+        done = self.filled.setdefault(pid, set())
+        for module in self.modules:
+            if module.cookie in done:
+                continue
+            offsets = proc.module_offsets(target, module.path, module.segments)
+            if offsets is not None:
+                self.session.set_module_offsets(pid, module.cookie, offsets)
+                done.add(module.cookie)
+        return len(done) == len(self.modules)
+
+    def watch(self, pid: int) -> None:
+        """A process we heard about (exec, probe miss): fill now or retry."""
+        if not self.fill(pid):
+            self.pending.setdefault(pid, time.monotonic() + RETRY_SECONDS)
+
+    def retry(self) -> None:
+        now = time.monotonic()
+        for pid, give_up in list(self.pending.items()):
+            if self.fill(pid) or now > give_up:
+                del self.pending[pid]
+
+    def fill_existing(self) -> None:
+        """Processes running when we attach: the -p process, or (-t) every
+        process that maps one of the plan's modules."""
+        if self.pid_filter is not None:
+            self.watch(self.pid_filter)
+            return
+        pids = {pid for module in self.modules for pid in proc.processes_mapping(module.path)}
+        for pid in sorted(pids):
+            self.watch(pid)
