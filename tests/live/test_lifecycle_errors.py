@@ -120,9 +120,11 @@ def test_no_such_pid():
     assert "no process with PID 999999999" in err
 
 
-def test_unsupported_construct_is_clear(basic_bin):
-    err = user_error("trace", "-t", str(basic_bin), "-s", "trace 0x1163 { print a; }")
-    assert "not supported yet" in err
+def test_address_inside_an_instruction_is_refused(basic_bin):
+    info = gs_cgen("info", "-t", str(basic_bin), "function", "add")
+    probe = int(re.search(r"probe address 0x([0-9a-f]+)", info.stdout).group(1), 16)
+    err = user_error("trace", "-t", str(basic_bin), "-s", f"trace 0x{probe + 1:x} {{ print a; }}")
+    assert f"address 0x{probe + 1:x} is not an instruction boundary" in err
 
 
 def test_script_file_missing(basic_bin):
