@@ -116,14 +116,6 @@ def _module_set(process, target_path):
     return ModuleSet(process.exe_path, others)
 
 
-def _module_path(pid, target_path, proc) -> str:
-    if target_path:
-        if not os.path.exists(target_path):
-            raise TargetError(f"no such file: {target_path}")
-        return os.path.realpath(target_path)
-    return proc.open_process(pid).exe_path
-
-
 @cli.command()
 @click.option("-p", "--pid", type=int, help="A running process.")
 @click.option("-t", "--target", "target_path", type=str, help="An executable or shared library.")
@@ -131,13 +123,15 @@ def _module_path(pid, target_path, proc) -> str:
 @click.argument("what")
 def info(pid, target_path, kind, what) -> None:
     """List probe sites and the variables visible at each."""
-    if (pid is None) == (target_path is None):
-        raise click.UsageError("give exactly one of -p PID and -t PATH")
+    if pid is None and target_path is None:
+        raise click.UsageError("give -p PID or -t PATH")
     from gs_cgen import info as info_mod  # noqa: PLC0415
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
     try:
-        click.echo(info_mod.describe(_module_path(pid, target_path, proc), kind, what))
+        process = proc.open_process(pid) if pid is not None else None
+        click.echo(info_mod.describe(_module_set(process, target_path), kind, what))
     except GsError as exc:
+        exc.span = None          # the pattern came from the command line, not a script
         _fail(exc, None)
 
 

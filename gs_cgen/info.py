@@ -1,43 +1,41 @@
 """`gs-cgen info`: probe sites and the variables visible at each, with
-types and where they live."""
+types and where they live. Patterns resolve exactly as in `trace`."""
 from __future__ import annotations
 
-from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.model import AtAddress, describe_location
 from gs_cgen.dwarf.types import type_name
-from gs_cgen.errors import GsError, UnsupportedError
+from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.plan.sites import resolve_sites
+from gs_cgen.errors import GsError
+from gs_cgen.script import ast
+from gs_cgen.script.parser import parse
+
+_PATTERNS = {"function": ast.FunctionPattern, "line": ast.LinePattern,
+             "address": ast.AddressPattern}
+_EXAMPLES = {"function": "a function name", "line": "FILE:LINE",
+             "address": "0xADDR or MODULE:0xADDR"}
 
 
-def describe(module_path: str, kind: str, what: str) -> str:
-    module = open_module(module_path)
-    module.require_debug_info()
-    sites = _sites(module, kind, what)
-    blocks = [_describe_site(module, *site) for site in sites]
-    return "\n\n".join(blocks)
+def describe(modules: ModuleSet, kind: str, what: str) -> str:
+    """`kind` is function, line or address; `what` its argument."""
+    (block,) = parse(f"trace {what} {{ }}").traces
+    if not isinstance(block.pattern, _PATTERNS[kind]):
+        raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
+    sites = resolve_sites(block, modules, first_probe_id=0)
+    return "\n\n".join(_describe_site(module, site) for module, site in sites)
 
 
-def _sites(module, kind: str, what: str) -> list[tuple[str, int]]:
-    if kind == "function":
-        return [(f"{f.name} at {f.decl_file}:{f.decl_line}", f.probe_address)
-                for f in module.find_functions(what)]
-    if kind == "line":
-        file, _, line = what.rpartition(":")
-        if not file or not line.isdigit():
-            raise GsError(f"expected FILE:LINE, got '{what}'")
-        return [(f"{s.file}:{s.line} in {s.function or '?'}", s.address)
-                for s in module.find_lines(file, int(line))]
-    raise UnsupportedError("not supported yet: info address")
-
-
-def _describe_site(module, title: str, address: int) -> str:
-    offset = module.vaddr_to_file_offset(address)
-    lines = [f"{title}", f"  probe address 0x{address:x} (file offset 0x{offset:x}) in {module.path}"]
-    variables = module.variables_at(address)
+def _describe_site(module, site) -> str:
+    where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
+    lines = [f"{site.function or '?'} at {where}",
+             f"  probe address 0x{site.address:x} (file offset 0x{site.file_offset:x}) "
+             f"in {module.path}"]
+    variables = module.variables_at(site.address)
     if not variables:
         lines.append("  no parameters or locals")
     for var in variables:
-        where = describe_location(var.location)
+        location = describe_location(var.location)
         if isinstance(var.location, AtAddress):
-            where += f" ({module.section_of(var.location.address)})"
-        lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {where}")
+            location += f" ({module.section_of(var.location.address)})"
+        lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {location}")
     return "\n".join(lines)
