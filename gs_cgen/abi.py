@@ -7,6 +7,7 @@ rules (natural alignment, size rounded to the largest member alignment).
 """
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ class FieldLayout:
     count: int = 1       # array length (1 for scalars)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StructLayout:
     name: str
     size: int
@@ -59,6 +60,22 @@ class StructLayout:
         """Scalar fields of one instance at `offset` of `data`."""
         return {f.name: struct.unpack_from("<" + f.format, data, offset + f.offset)[0]
                 for f in self.fields if f.count == 1}
+
+    @functools.cached_property
+    def reader(self) -> tuple[struct.Struct, tuple[str, ...]]:
+        """A compiled struct.Struct over the scalar fields, for hot paths."""
+        fmt, at, names = "<", 0, []
+        for f in self.fields:
+            if f.count != 1:
+                continue
+            fmt += "x" * (f.offset - at) + f.format
+            at = f.offset + f.size
+            names.append(f.name)
+        return struct.Struct(fmt), tuple(names)
+
+    def unpack_fast(self, data: bytes) -> dict[str, int]:
+        compiled, names = self.reader
+        return dict(zip(names, compiled.unpack_from(data)))
 
     def pack(self, **values: int) -> bytes:
         buf = bytearray(self.size)

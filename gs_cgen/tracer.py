@@ -87,6 +87,7 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
             rendered += 1
 
     def should_stop() -> bool:
+        sys.stdout.flush()       # once per poll batch, not per event
         keeper.retry()
         if options.max_events is not None and rendered >= options.max_events:
             return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 from gs_cgen.dwarf.model import LoadSegment
 from gs_cgen.dwarf.types import CType
@@ -228,6 +229,17 @@ class ProbePlan:
     bitmap_offset: int
     bitmap_words: int
     event_size: int
+
+    @cached_property
+    def slot_line_masks(self) -> tuple[int, ...]:
+        """Per slot, the executed-lines bits of the lines that use it."""
+        masks = [0] * len(self.slots)
+        for line in self.lines:
+            used = [p.slot for p in line.pieces if hasattr(p, "slot")] \
+                if isinstance(line, FormatLine) else [line.slot]
+            for index in used:
+                masks[index] |= 1 << line.bit
+        return tuple(masks)
 
 
 @dataclass(frozen=True)

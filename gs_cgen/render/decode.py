@@ -5,6 +5,7 @@ address at +8, data from +16. The value trees live in render/values.py.
 """
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from enum import Enum
@@ -77,7 +78,7 @@ class Event:
 
 
 def event_header(raw: bytes) -> dict[str, int]:
-    return abi().structs["gs_event_hdr"].unpack(raw)
+    return abi().structs["gs_event_hdr"].unpack_fast(raw)
 
 
 def decode(raw: bytes, probe: ProbePlan) -> Event:
@@ -86,28 +87,21 @@ def decode(raw: bytes, probe: ProbePlan) -> Event:
     for word in range(probe.bitmap_words):
         value = struct.unpack_from("<Q", raw, probe.bitmap_offset + 8 * word)[0]
         executed |= value << (64 * word)
-    values = tuple(decode_slot(raw, slot) if _slot_ran(slot, probe, executed) else None
-                   for slot in probe.slots)
+    masks = probe.slot_line_masks
+    # Slots of lines that did not run hold stale scratch bytes: never decode them.
+    values = tuple(decode_slot(raw, slot) if executed & mask else None
+                   for slot, mask in zip(probe.slots, masks))
     return Event(hdr["probe_id"], hdr["pid"], hdr["tid"], hdr["host_pid"], hdr["host_tid"],
                  hdr["timestamp_ns"], executed, values, hdr["key_pid"])
 
 
-def _slot_ran(slot: ValueSlot, probe: ProbePlan, executed: int) -> bool:
-    # Slots of lines that did not run hold stale scratch bytes: never decode them.
-    return any(executed >> line.bit & 1 for line in probe.lines if _uses(line, slot.index))
-
-
-def _uses(line, index: int) -> bool:
-    if hasattr(line, "pieces"):
-        return any(getattr(p, "slot", None) == index for p in line.pieces)
-    return line.slot == index
+@functools.lru_cache(maxsize=None)
+def _status_by_code() -> dict[int, ValueStatus]:
+    return {abi().constants[name]: status for name, status in _STATUS_NAMES.items()}
 
 
 def status_of(code: int) -> ValueStatus:
-    for name, status in _STATUS_NAMES.items():
-        if abi().constants[name] == code:
-            return status
-    return ValueStatus.READ_ERROR
+    return _status_by_code().get(code, ValueStatus.READ_ERROR)
 
 
 def decode_slot(raw: bytes, slot: ValueSlot):

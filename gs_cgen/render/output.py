@@ -16,14 +16,13 @@ def make_sink(style: str, resolve_frame=None) -> Sink:
     if style == "pretty":
         return _pretty_sink(resolve_frame)
 
+    # No flush per event: the tracer flushes after every poll batch.
     def plain(event: Event, probe: ProbePlan) -> None:
-        for line in render_lines(event, probe, resolve_frame):
-            sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        sys.stdout.write("".join(line + "\n" for line in
+                                 render_lines(event, probe, resolve_frame)))
 
     def as_json(event: Event, probe: ProbePlan) -> None:
         sys.stdout.write(render_json(event, probe, resolve_frame) + "\n")
-        sys.stdout.flush()
 
     return {"plain": plain, "json": as_json}[style]
 

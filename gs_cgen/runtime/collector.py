@@ -11,16 +11,15 @@ LOSS_REPORT_INTERVAL_S = 2.0
 
 @dataclass
 class LossTracker:
-    """Drops seen by the BPF side (per-CPU counter) and the perf reader."""
+    """Drops counted by the probe's per-CPU counter when an output failed."""
 
     kernel_lost: int = 0
-    reader_lost: int = 0
     reported: int = 0
     last_report: float = field(default_factory=time.monotonic)
 
     @property
     def total(self) -> int:
-        return self.kernel_lost + self.reader_lost
+        return self.kernel_lost
 
     def unreported(self, now: float, force: bool = False) -> int:
         """How many new losses to report now (0 when nothing is due)."""
@@ -36,11 +35,7 @@ def collect(session, on_event: Callable[[bytes], None], should_stop: Callable[[]
             on_loss: Callable[[int], None], poll_ms: int = 100) -> LossTracker:
     """Poll until `should_stop()`; return the loss tally (already reported)."""
     losses = LossTracker()
-
-    def reader_lost(count: int) -> None:
-        losses.reader_lost += count
-
-    session.open_events(on_event, reader_lost)
+    session.open_events(on_event)
     try:
         while not should_stop():
             session.poll(poll_ms)

@@ -134,8 +134,9 @@ class TraceSession:
         return sum(int(getattr(v, "value", v)) for v in table[0])
 
     # ------------------------------------------------------------ events
-    def open_events(self, on_event, on_lost) -> None:
-        """`on_event(bytes)` per event; `on_lost(n)` for perf-side drops."""
+    def open_events(self, on_event) -> None:
+        """`on_event(bytes)` per event. Drops are counted by the probe
+        itself (lost_events), for both transports."""
         table = self.bpf[abi().map_names["GS_MAP_EVENTS"]]
 
         def raw(_ctx, data, size):
@@ -150,9 +151,11 @@ class TraceSession:
         if self.plan.transport is EventTransport.RINGBUF:
             table.open_ring_buffer(raw)
         else:
+            # A failed perf_submit is already counted by the probe's per-CPU
+            # counter; the ring's own PERF_RECORD_LOST would count it twice.
             table.open_perf_buffer(lambda cpu, data, size: raw(cpu, data, size),
                                    page_cnt=abi().constants["GS_PERF_PAGES"],
-                                   lost_cb=lambda count: on_lost(int(count)))
+                                   lost_cb=lambda count: None)
 
     def poll(self, timeout_ms: int) -> None:
         if self.plan.transport is EventTransport.RINGBUF:

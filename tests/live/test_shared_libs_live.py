@@ -114,7 +114,7 @@ def test_same_function_in_executable_and_library_is_ambiguous(shlib, start_targe
     lib, app = shlib
     target = start_target(app)
     err = user_error("-p", str(target.pid), "-s", 'trace compute { print "hit"; }')
-    assert "compute" in err and "ambiguous" in err.lower()
+    assert "'compute'" in err
     assert os.path.realpath(app) in err and os.path.realpath(lib) in err
 
 

@@ -12,8 +12,8 @@ class FakeSession:
         self.lost = 0
         self.polls = 0
 
-    def open_events(self, on_event, on_lost):
-        self.on_event, self.on_lost = on_event, on_lost
+    def open_events(self, on_event):
+        self.on_event = on_event
 
     def poll(self, timeout_ms):
         self.polls += 1
@@ -36,7 +36,7 @@ def test_loss_tracker_rate_limits_reports():
     tracker.kernel_lost = 5
     assert tracker.unreported(100.5) == 0          # not due yet
     assert tracker.unreported(103.0) == 5
-    tracker.reader_lost = 2
+    tracker.kernel_lost = 7
     assert tracker.unreported(103.1, force=True) == 2
 
 
