@@ -102,6 +102,7 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         return stop.raised
 
     collect(session, on_event, should_stop, lambda n: diagnostics(f"lost {n} events"))
+    sys.stdout.flush()
     return 0
 
 
