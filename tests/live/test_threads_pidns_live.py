@@ -121,7 +121,7 @@ def test_overrun_reports_lost_events(threads_bin, start_target):
         tracer.wait()
         raise
     os.kill(target.pid, signal.SIGUSR1)                      # millions of calls from now on
-    _, err = finish(tracer)
+    _, err = finish(tracer, 25)
     assert tracer.returncode == 0, err
     assert "Traceback" not in err
     lost = [int(n) for n in re.findall(r"lost (\d+) events", err)]
