@@ -73,18 +73,20 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
     rendered = 0
     deadline = None if options.duration is None else time.monotonic() + options.duration
 
-    def on_event(raw: bytes) -> None:
+    def on_event(raw: bytes) -> bool:
+        """False once no more events are wanted (ends the current poll)."""
         nonlocal rendered
         header = event_header(raw)
         if header["kind"] in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
             keeper.watch(header["key_pid"])
-            return
+            return True
         if options.max_events is not None and rendered >= options.max_events:
-            return
+            return False
         probe = probes.get(header["probe_id"])
         if probe is not None:
             sink(decode(raw, probe), probe)
             rendered += 1
+        return not stop.raised
 
     def should_stop() -> bool:
         sys.stdout.flush()       # once per poll batch, not per event

@@ -21,6 +21,8 @@ from gs_cgen.errors import PrivilegeError, RuntimeTraceError
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
 from gs_cgen.runtime.target import SectionOffsets
 
+# Events handled per poll at most, so stop conditions are checked often.
+POLL_BATCH = 4096
 _PRELUDE_DIR = Path(__file__).resolve().parent.parent / "emit"
 
 
@@ -59,6 +61,7 @@ class TraceSession:
         self.functions = {}
         self.attached: list[AttachedProbe] = []
         self.callback_error: BaseException | None = None
+        self.batch = 0
 
     # -------------------------------------------------------------- load
     def load(self) -> None:
@@ -143,10 +146,15 @@ class TraceSession:
             # An exception must not vanish inside BCC's ctypes callback:
             # keep it and let poll() raise it on the Python side.
             try:
-                on_event(ctypes.string_at(data, size))
+                keep_going = on_event(ctypes.string_at(data, size)) is not False
             except BaseException as exc:  # noqa: BLE001
                 self.callback_error = self.callback_error or exc
-            return 0
+                keep_going = False
+            self.batch += 1
+            # A negative return stops libbpf's consume loop, which would
+            # otherwise never return while the ring refills faster than we
+            # read: stop conditions are checked between polls.
+            return 0 if keep_going and self.batch < POLL_BATCH else -1
 
         if self.plan.transport is EventTransport.RINGBUF:
             table.open_ring_buffer(raw)
@@ -158,6 +166,7 @@ class TraceSession:
                                    lost_cb=lambda count: None)
 
     def poll(self, timeout_ms: int) -> None:
+        self.batch = 0
         if self.plan.transport is EventTransport.RINGBUF:
             self.bpf.ring_buffer_poll(timeout_ms)
         else:
