@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from elftools.dwarf.ranges import BaseAddressEntry
 
+from gs_cgen.dwarf.cache import IndexCache
 from gs_cgen.dwarf.raw import UnsupportedHeader, read_cu_line_info, read_file_tables
 
 _ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
@@ -76,8 +77,12 @@ def die_name(die) -> str | None:
 
 
 class DwarfIndex:
-    def __init__(self, dwarfinfo) -> None:
+    """`cache` (by build-id) keeps line tables, file maps and top-level
+    functions across runs; without it everything is decoded each time."""
+
+    def __init__(self, dwarfinfo, cache: IndexCache | None = None) -> None:
         self.dwarfinfo = dwarfinfo
+        self._cache = cache
         self._cu_offsets: list[int] | None = None
         self._aranges = None
         self._aranges_loaded = False
@@ -204,9 +209,14 @@ class DwarfIndex:
         """Every source path named by any CU's line-program header -> the
         CUs naming it. Reads one header per CU, never a DIE tree."""
         if self._files_by_path is None:
+            maps = self._cached("file-maps", _file_maps_from_plain)
+            if maps is None:
+                maps = {off: self.file_map(off) for off in self.cu_offsets()}
+                self._store("file-maps", maps)
+            self._file_maps.update(maps)
             found: dict[str, list[int]] = {}
-            for off in self.cu_offsets():
-                for path in set(self.file_map(off).values()):
+            for off in sorted(maps):
+                for path in set(maps[off].values()):
                     found.setdefault(path, []).append(off)
             self._files_by_path = found
         return self._files_by_path
@@ -251,7 +261,13 @@ class DwarfIndex:
 
     def line_table(self, cu_offset: int) -> LineTable:
         if cu_offset not in self._lines:
-            self._lines[cu_offset] = self._decode_lines(cu_offset)
+            name = f"lines-{cu_offset}"
+            table = self._cached(name, _line_table_from_plain)
+            if table is None:
+                table = self._decode_lines(cu_offset)
+                self._store(name, ([_row_plain(r) for r in table.rows], table.files))
+            self._file_maps.setdefault(cu_offset, table.files)
+            self._lines[cu_offset] = table
         return self._lines[cu_offset]
 
     def _decode_lines(self, cu_offset: int) -> LineTable:
@@ -267,10 +283,7 @@ class DwarfIndex:
                 sequences.append(current)
                 current = []
         sequences.sort(key=lambda seq: seq[0].address)
-        rows = tuple(row for seq in sequences for row in seq)
-        # gdb drops line-0 rows, so they are not line boundaries either.
-        addresses = tuple(sorted({r.address for r in rows if r.line or r.end_sequence}))
-        return LineTable(rows, self.file_map(cu_offset), addresses)
+        return _line_table(tuple(row for seq in sequences for row in seq), self.file_map(cu_offset))
 
     # ----------------------------------------------------------- functions
 
@@ -279,16 +292,24 @@ class DwarfIndex:
         Only the CU's direct children are read; gcc's DW_AT_sibling lets
         pyelftools skip each function's subtree."""
         if cu_offset not in self._functions:
-            top = self.cu_at(cu_offset).get_top_DIE()
-            found = []
-            for die in top.iter_children():
-                if die.tag == "DW_TAG_subprogram":
-                    ranges = tuple(self.die_ranges(die))
-                    if ranges:
-                        found.append(FunctionEntry(die_name(die), ranges, die.offset))
-            found.sort(key=lambda f: f.ranges[0][0])
-            self._functions[cu_offset] = tuple(found)
+            name = f"functions-{cu_offset}"
+            found = self._cached(name, _functions_from_plain)
+            if found is None:
+                found = self._read_functions(cu_offset)
+                self._store(name, [(f.name, f.ranges, f.die_offset) for f in found])
+            self._functions[cu_offset] = found
         return self._functions[cu_offset]
+
+    def _read_functions(self, cu_offset: int) -> tuple[FunctionEntry, ...]:
+        top = self.cu_at(cu_offset).get_top_DIE()
+        found = []
+        for die in top.iter_children():
+            if die.tag == "DW_TAG_subprogram":
+                ranges = tuple(self.die_ranges(die))
+                if ranges:
+                    found.append(FunctionEntry(die_name(die), ranges, die.offset))
+        found.sort(key=lambda f: f.ranges[0][0])
+        return tuple(found)
 
     def function_at(self, address: int):
         """(CU, FunctionEntry) whose ranges cover `address`, or None."""
@@ -303,6 +324,23 @@ class DwarfIndex:
     def die_at(self, offset: int):
         return self.cu_containing(offset).get_DIE_from_refaddr(offset)
 
+    # --------------------------------------------------------------- cache
+
+    def _cached(self, name: str, convert):
+        """A cached value converted back to our types, or None; a value of
+        the wrong shape counts as absent."""
+        plain = self._cache.load(name) if self._cache is not None else None
+        if plain is None:
+            return None
+        try:
+            return convert(plain)
+        except (TypeError, ValueError, AttributeError, IndexError):
+            return None
+
+    def _store(self, name: str, plain) -> None:
+        if self._cache is not None:
+            self._cache.store(name, plain)
+
     # ---------------------------------------------------------- raw search
 
     def find_bytes(self, needle: bytes, limit: int = 64) -> list[int]:
@@ -314,6 +352,39 @@ class DwarfIndex:
             hits.append(pos)
             pos += 1
         return hits
+
+
+def _line_table(rows: tuple[Row, ...], files: dict[int, str]) -> LineTable:
+    # gdb drops line-0 rows, so they are not line boundaries either.
+    addresses = tuple(sorted({r.address for r in rows if r.line or r.end_sequence}))
+    return LineTable(rows, files, addresses)
+
+
+# Cached forms are plain tuples and dicts (see cache.py); these convert
+# back, raising TypeError/ValueError on anything of the wrong shape.
+
+def _row_plain(row: Row) -> tuple:
+    return (row.address, row.file, row.line, row.is_stmt, row.prologue_end, row.end_sequence)
+
+
+def _line_table_from_plain(plain) -> LineTable:
+    rows, files = plain
+    return _line_table(tuple(Row(*r) for r in rows), _file_map_from_plain(files))
+
+
+def _file_map_from_plain(plain) -> dict[int, str]:
+    if not all(isinstance(k, int) and isinstance(v, str) for k, v in plain.items()):
+        raise TypeError("file map")
+    return plain
+
+
+def _file_maps_from_plain(plain) -> dict[int, dict[int, str]]:
+    return {int(off): _file_map_from_plain(files) for off, files in plain.items()}
+
+
+def _functions_from_plain(plain) -> tuple[FunctionEntry, ...]:
+    return tuple(FunctionEntry(name, tuple((lo, hi) for lo, hi in ranges), off)
+                 for name, ranges, off in plain)
 
 
 def _text(value) -> str:

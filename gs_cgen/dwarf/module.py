@@ -10,6 +10,7 @@ import functools
 import os
 import struct
 
+from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
@@ -74,7 +75,8 @@ class ModuleDebugInfo:
     def _dwarf(self) -> DwarfIndex:
         self.require_debug_info()
         # Linked executables and shared objects need no relocation of DWARF.
-        return DwarfIndex(self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False))
+        return DwarfIndex(self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False),
+                          open_index_cache(self.build_id))
 
     @functools.cached_property
     def _locations(self) -> LocationReader:

@@ -135,11 +135,11 @@ def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
     with w.block():
         if node.mode == "cstring":
             # One byte past the NUL: a longer string then reads as a longer n.
-            w.line(f"long n = bpf_probe_read_user_str(work, {len(expected) + 1}, "
+            w.line(f"long n = gs_read_user_str_helper(work, {len(expected) + 1}, "
                    f"(const void *){address});")
             w.line(f"if (n < 0) {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
         else:
-            w.line(f"if (bpf_probe_read_user(work, {len(expected)}, (const void *){address}))")
+            w.line(f"if (gs_read_user_helper(work, {len(expected)}, (const void *){address}))")
             w.line(f"    {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
         w.line("__u8 diff = 0;")
         for i, byte in enumerate(expected):

@@ -223,7 +223,7 @@ int gs_probe_0(struct pt_regs *ctx)
             __u64 gs_a8 = gs_p10;
             __u64 gs_eq11 = 0;
             {
-                long n = bpf_probe_read_user_str(work, 5, (const void *)gs_a8);
+                long n = gs_read_user_str_helper(work, 5, (const void *)gs_a8);
                 if (n < 0) { gs_st = GS_STATUS_READ_ERROR; gs_fa = gs_a8; goto gs_fail_4; }
                 __u8 diff = 0;
                 diff |= work[0] ^ 71;
@@ -255,7 +255,7 @@ int gs_probe_0(struct pt_regs *ctx)
         __u64 gs_a12 = gs_p14;
         __u64 gs_eq15 = 0;
         {
-            if (bpf_probe_read_user(work, 2, (const void *)gs_a12))
+            if (gs_read_user_helper(work, 2, (const void *)gs_a12))
                 { gs_st = GS_STATUS_READ_ERROR; gs_fa = gs_a12; goto gs_fail_5; }
             __u8 diff = 0;
             diff |= work[0] ^ 71;
@@ -280,7 +280,7 @@ int gs_probe_0(struct pt_regs *ctx)
         __u64 gs_a16 = gs_p18;
         __u64 gs_eq19 = 0;
         {
-            if (bpf_probe_read_user(work, 2, (const void *)gs_a16))
+            if (gs_read_user_helper(work, 2, (const void *)gs_a16))
                 { gs_st = GS_STATUS_READ_ERROR; gs_fa = gs_a16; goto gs_fail_6; }
             __u8 diff = 0;
             diff |= work[0] ^ 71;

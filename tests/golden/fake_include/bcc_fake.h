@@ -18,6 +18,8 @@ __u64 bpf_ktime_get_ns(void);
 long bpf_get_ns_current_pid_tgid(__u64 dev, __u64 ino, struct bpf_pidns_info *info, __u32 size);
 long bpf_get_stack(void *ctx, void *buf, __u32 size, __u64 flags);
 #define BPF_F_USER_STACK 256
+#define BPF_FUNC_probe_read_user 112
+#define BPF_FUNC_probe_read_user_str 114
 void *__builtin_memcpy(void *dst, const void *src, unsigned long n);
 void *__builtin_memset(void *dst, int c, unsigned long n);
 #define __always_inline inline

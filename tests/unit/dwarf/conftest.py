@@ -78,3 +78,12 @@ def gdb_text():
             args += ["-ex", command]
         return subprocess.run(args + [binary], capture_output=True, text=True, check=True).stdout
     return run
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_index_cache(tmp_path_factory):
+    """Keep the build-id index cache (gs_cgen/dwarf/cache.py) of fixture
+    binaries out of the user's ~/.cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))
+        yield

@@ -1,0 +1,74 @@
+"""On-disk cache of DWARF indexes, keyed by build-id (DESIGN.md "Speed").
+
+A build-id names one linked image, so what we decode from its DWARF (line
+tables, top-level functions, file names) never changes. Entries live in
+`${XDG_CACHE_HOME:-~/.cache}/gs-cgen/<build-id>/v<FORMAT>-<name>.marshal`.
+
+Values are plain tuples, dicts, ints and strings, stored with `marshal`
+(which, unlike pickle, cannot run code when read). Each file carries the
+format version, its own name and a CRC32 of the payload; any mismatch or
+read error makes `load` return None and the caller recomputes, so a bad
+cache costs time, never a wrong answer. Writes go to a temporary file that
+is renamed into place, so a reader never sees half a file.
+
+Bump FORMAT whenever what is cached, or how it is derived (e.g. path
+normalization in index.py), changes.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+import re
+import tempfile
+import zlib
+
+FORMAT = 1
+_BUILD_ID = re.compile(r"[0-9a-f]{8,128}")
+
+
+def open_index_cache(build_id: str | None) -> "IndexCache | None":
+    """The cache for one build-id; None without a build-id or when
+    GS_CGEN_NO_CACHE=1."""
+    if not build_id or not _BUILD_ID.fullmatch(build_id) or os.environ.get("GS_CGEN_NO_CACHE") == "1":
+        return None
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return IndexCache(os.path.join(root, "gs-cgen", build_id))
+
+
+class IndexCache:
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.directory, f"v{FORMAT}-{name}.marshal")
+
+    def load(self, name: str):
+        """The value stored under `name`, or None (missing, unreadable,
+        another format, corrupt)."""
+        try:
+            with open(self._path(name), "rb") as f:
+                version, stored_name, crc, payload = marshal.loads(f.read())
+            if version != FORMAT or stored_name != name or zlib.crc32(payload) != crc:
+                return None
+            return marshal.loads(payload)
+        except Exception:   # noqa: BLE001 - any failure means "not cached"
+            return None
+
+    def store(self, name: str, value) -> None:
+        """Best effort: a read-only or full disk just means no cache."""
+        try:
+            payload = marshal.dumps(value)
+            data = marshal.dumps((FORMAT, name, zlib.crc32(payload), payload))
+            os.makedirs(self.directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
+        except (OSError, ValueError):
+            return
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self._path(name))
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
