@@ -63,3 +63,35 @@ def test_load_bias_ignores_the_relro_double_mapping():
 def test_unmapped_module_has_no_offsets():
     target = ProcessTarget(1, "/tmp/lb", tuple(parse_maps(MAPS)))
     assert module_offsets(target, "/usr/lib/other.so", SEGMENTS) is None
+
+
+class RecordingSession:
+    def __init__(self):
+        self.filled = []
+
+    def set_module_offsets(self, pid, cookie, offsets):
+        self.filled.append((pid, cookie, offsets.data))
+
+
+def test_offset_keeper_retries_until_modules_are_mapped(monkeypatch):
+    from gs_cgen.plan.model import ModuleRef
+    from gs_cgen.runtime import offsets as keeper_mod
+    maps = {"now": MAPS.replace("/tmp/lb", "/tmp/other")}
+    monkeypatch.setattr(keeper_mod.proc, "open_process",
+                        lambda pid: ProcessTarget(pid, "/tmp/lb", tuple(parse_maps(maps["now"]))))
+    session = RecordingSession()
+    keeper = keeper_mod.OffsetKeeper(session, (ModuleRef("/tmp/lb", 7, SEGMENTS),))
+    keeper.watch(42)
+    assert session.filled == [] and 42 in keeper.pending      # not mapped yet
+    maps["now"] = MAPS
+    keeper.retry()
+    assert session.filled == [(42, 7, 0x55CC256D7000)] and keeper.pending == {}
+
+
+def test_offset_keeper_ignores_other_pids_when_filtered():
+    from gs_cgen.plan.model import ModuleRef
+    from gs_cgen.runtime.offsets import OffsetKeeper
+    session = RecordingSession()
+    keeper = OffsetKeeper(session, (ModuleRef("/tmp/lb", 7, SEGMENTS),), pid_filter=1)
+    keeper.watch(2)
+    assert session.filled == [] and keeper.pending == {}

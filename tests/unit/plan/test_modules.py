@@ -1,0 +1,71 @@
+"""ModuleSet: where functions, lines and globals are looked up."""
+from __future__ import annotations
+
+import pytest
+
+from gs_cgen.dwarf.model import FunctionSite, GlobalVariable
+from gs_cgen.errors import DebugInfoError, PlanError
+from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.plan.sites import resolve_sites
+from gs_cgen.script.parser import parse
+from tests.fakes import INT, FakeModule
+
+
+def module(path: str, functions=(), globals_=()) -> FakeModule:
+    fake = FakeModule(path=path, build_id=path)
+    for name in functions:
+        fake.functions[name] = [FunctionSite(name, 0x1100, 0x1200, 0x1110, "x.c", 3)]
+    for name in globals_:
+        fake.globals[name] = GlobalVariable(name, INT, 0x4010, "data")
+    return fake
+
+
+def sites(text: str, modules: ModuleSet):
+    (block,) = parse(text).traces
+    return resolve_sites(block, modules, 0)
+
+
+def test_function_in_a_library_only_resolves_there():
+    app, lib = module("/app", ["main"]), module("/lib/libx.so", ["work"])
+    ((owner, site),) = sites("trace work { }", ModuleSet.of(app, lib))
+    assert owner is lib and site.module_path == "/lib/libx.so"
+
+
+def test_same_function_in_executable_and_library_is_ambiguous():
+    app, lib = module("/app", ["compute"]), module("/lib/libx.so", ["compute"])
+    with pytest.raises(DebugInfoError) as info:
+        sites("trace compute { }", ModuleSet.of(app, lib))
+    assert "defined in several modules: /app, /lib/libx.so" in info.value.message
+    assert info.value.hints == ("name the module with -t, e.g. -t /lib/libx.so -p PID",)
+
+
+def test_named_module_wins_over_ambiguity():
+    app, lib = module("/app", ["compute"]), module("/lib/libx.so", ["compute"])
+    ((owner, _),) = sites("trace compute { }",
+                          ModuleSet.of(lib, app, restrict_to_default=True))
+    assert owner is lib
+
+
+def test_globals_own_module_first_then_others():
+    app = module("/app", ["main"], ["shared", "only_app"])
+    lib = module("/lib/libx.so", ["work"], ["shared"])
+    modules = ModuleSet.of(app, lib)
+    assert modules.find_global("shared", lib)[0] is lib
+    assert modules.find_global("only_app", lib)[0] is app
+    assert modules.find_global("missing", lib) is None
+
+
+def test_global_in_several_other_modules_is_an_error():
+    app = module("/app", ["main"])
+    one, two = module("/lib/a.so", [], ["dup"]), module("/lib/b.so", [], ["dup"])
+    with pytest.raises(PlanError, match="global 'dup' is defined in several modules: "
+                                        "/lib/a.so, /lib/b.so"):
+        ModuleSet.of(app, one, two).find_global("dup", app)
+
+
+def test_module_suffix_for_address_patterns():
+    app, lib = module("/app", ["main"]), module("/usr/lib/libx.so.1", ["work"])
+    modules = ModuleSet.of(app, lib)
+    assert modules.by_suffix("libx.so") is lib
+    with pytest.raises(DebugInfoError, match="no loaded module matches 'liby.so'"):
+        modules.by_suffix("liby.so")
