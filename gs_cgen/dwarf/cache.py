@@ -11,6 +11,10 @@ read error makes `load` return None and the caller recomputes, so a bad
 cache costs time, never a wrong answer. Writes go to a temporary file that
 is renamed into place, so a reader never sees half a file.
 
+Small modules decode in milliseconds, so only those with at least
+MIN_DEBUG_INFO bytes of .debug_info are cached: that keeps test binaries and
+one-off builds from filling the cache directory.
+
 Bump FORMAT whenever what is cached, or how it is derived (e.g. path
 normalization in index.py), changes.
 """
@@ -23,13 +27,16 @@ import tempfile
 import zlib
 
 FORMAT = 1
+MIN_DEBUG_INFO = 256 * 1024
 _BUILD_ID = re.compile(r"[0-9a-f]{8,128}")
 
 
-def open_index_cache(build_id: str | None) -> "IndexCache | None":
-    """The cache for one build-id; None without a build-id or when
-    GS_CGEN_NO_CACHE=1."""
-    if not build_id or not _BUILD_ID.fullmatch(build_id) or os.environ.get("GS_CGEN_NO_CACHE") == "1":
+def open_index_cache(build_id: str | None, debug_info_size: int) -> "IndexCache | None":
+    """The cache for one build-id; None without a build-id, for small
+    DWARF, or when GS_CGEN_NO_CACHE=1."""
+    if not build_id or not _BUILD_ID.fullmatch(build_id) or debug_info_size < MIN_DEBUG_INFO:
+        return None
+    if os.environ.get("GS_CGEN_NO_CACHE") == "1":
         return None
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return IndexCache(os.path.join(root, "gs-cgen", build_id))

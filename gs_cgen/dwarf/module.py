@@ -76,7 +76,7 @@ class ModuleDebugInfo:
         self.require_debug_info()
         # Linked executables and shared objects need no relocation of DWARF.
         return DwarfIndex(self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False),
-                          open_index_cache(self.build_id))
+                          open_index_cache(self.build_id, self._elf.section(".debug_info").size))
 
     @functools.cached_property
     def _locations(self) -> LocationReader:

@@ -19,6 +19,7 @@ from .conftest import SOURCES
 def cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("GS_CGEN_NO_CACHE", raising=False)
+    monkeypatch.setattr(cache_mod, "MIN_DEBUG_INFO", 0)      # the fixtures are small
     return tmp_path
 
 
@@ -68,7 +69,7 @@ def test_cold_warm_and_disabled_agree(binaries, cache_home, monkeypatch, variant
 def test_damaged_cache_is_recomputed(binaries, cache_home, monkeypatch, damage):
     path = binaries["O2"]
     expected = _answers(ModuleDebugInfo(path))
-    store = open_index_cache(ModuleDebugInfo(path).build_id)
+    store = open_index_cache(ModuleDebugInfo(path).build_id, 0)
     for name in os.listdir(store.directory):
         full = os.path.join(store.directory, name)
         key = name.removeprefix(f"v{cache_mod.FORMAT}-").removesuffix(".marshal")
@@ -108,14 +109,16 @@ def test_store_is_atomic_and_best_effort(tmp_path):
 
 
 def test_open_index_cache_rules(monkeypatch, tmp_path):
+    big = cache_mod.MIN_DEBUG_INFO
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("GS_CGEN_NO_CACHE", raising=False)
-    assert open_index_cache("0123abcd").directory == str(tmp_path / "gs-cgen" / "0123abcd")
-    assert open_index_cache(None) is None
-    assert open_index_cache("../../etc") is None
+    assert open_index_cache("0123abcd", big).directory == str(tmp_path / "gs-cgen" / "0123abcd")
+    assert open_index_cache("0123abcd", big - 1) is None
+    assert open_index_cache(None, big) is None
+    assert open_index_cache("../../etc", big) is None
     monkeypatch.setenv("GS_CGEN_NO_CACHE", "1")
-    assert open_index_cache("0123abcd") is None
+    assert open_index_cache("0123abcd", big) is None
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.delenv("GS_CGEN_NO_CACHE")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert open_index_cache("0123abcd").directory == str(tmp_path / ".cache" / "gs-cgen" / "0123abcd")
+    assert open_index_cache("0123abcd", big).directory == str(tmp_path / ".cache" / "gs-cgen" / "0123abcd")
