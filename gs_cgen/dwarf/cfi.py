@@ -33,18 +33,22 @@ class CfaUnavailable(Exception):
 
 
 class CallFrames:
-    def __init__(self, dwarfinfo, hdr_bytes: bytes, hdr_address: int) -> None:
+    def __init__(self, dwarfinfo, hdr_bytes: bytes, hdr_address: int, eh_frame_info=None) -> None:
+        """.debug_frame comes from `dwarfinfo`, .eh_frame from `eh_frame_info`
+        (default `dwarfinfo`): with separate debug info they are two files."""
         self._dwarfinfo = dwarfinfo
+        self._eh_info = eh_frame_info or dwarfinfo
         self._table = _parse_eh_frame_hdr(hdr_bytes, hdr_address)
-        self._eh = self._cfi(dwarfinfo.eh_frame_sec, for_eh_frame=True)
-        self._debug = self._cfi(dwarfinfo.debug_frame_sec, for_eh_frame=False)
+        self._eh = self._cfi(self._eh_info, self._eh_info.eh_frame_sec, for_eh_frame=True)
+        self._debug = self._cfi(dwarfinfo, dwarfinfo.debug_frame_sec, for_eh_frame=False)
         self._all_fdes: list | None = None
 
-    def _cfi(self, sec, for_eh_frame: bool) -> CallFrameInfo | None:
+    @staticmethod
+    def _cfi(info, sec, for_eh_frame: bool) -> CallFrameInfo | None:
         if sec is None:
             return None
         return CallFrameInfo(stream=sec.stream, size=sec.size, address=sec.address,
-                             base_structs=self._dwarfinfo.structs, for_eh_frame=for_eh_frame)
+                             base_structs=info.structs, for_eh_frame=for_eh_frame)
 
     def cfa_at(self, pc: int) -> CfaRule:
         fde = self._fde_from_hdr(pc) or self._fde_by_scan(pc)
@@ -67,7 +71,7 @@ class CallFrames:
         i = bisect.bisect_right(starts, pc) - 1
         if i < 0:
             return None
-        entry = self._eh._parse_entry_at(fde_addrs[i] - self._dwarfinfo.eh_frame_sec.address)
+        entry = self._eh._parse_entry_at(fde_addrs[i] - self._eh_info.eh_frame_sec.address)
         return entry if _covers(entry, pc) else None
 
     def _fde_by_scan(self, pc: int):

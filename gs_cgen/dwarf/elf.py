@@ -109,6 +109,7 @@ class ElfImage:
         self.sections = tuple(_sections(self.elf))
         self._by_name = {s.name: s for s in self.sections}
         self._symbols: SymbolTable | None = None
+        self._symtab_image = self         # where .symtab is read from
 
     def section(self, name: str) -> Section | None:
         return self._by_name.get(name)
@@ -129,13 +130,26 @@ class ElfImage:
         start = 12 + ((namesz + 3) & ~3)
         return data[start:start + descsz].hex() or None
 
+    def use_symtab_of(self, debug: "ElfImage") -> None:
+        """Read .symtab from `debug`, this file's separate debug file, when
+        `strip` removed it here (the addresses are the same)."""
+        if self.section(".symtab") is None and debug.section(".symtab") is not None:
+            self._symtab_image = debug
+            self._symbols = None
+
+    @property
+    def has_symtab(self) -> bool:
+        return self._symtab_image.section(".symtab") is not None
+
     @property
     def symbols(self) -> SymbolTable:
         if self._symbols is None:
             # .symtab has the local (static) functions too; .dynsym is what
             # survives `strip`.
-            name = ".symtab" if self.section(".symtab") else ".dynsym"
-            self._symbols = SymbolTable(self._read_symbols(name))
+            if self.has_symtab:
+                self._symbols = SymbolTable(self._symtab_image._read_symbols(".symtab"))
+            else:
+                self._symbols = SymbolTable(self._read_symbols(".dynsym"))
         return self._symbols
 
     def _read_symbols(self, name: str) -> list[Symbol]:

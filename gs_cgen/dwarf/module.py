@@ -12,6 +12,7 @@ import struct
 
 from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.code import check_instruction_boundary
+from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
@@ -60,13 +61,22 @@ def _open_cached(path: str, mtime_ns: int, size: int) -> "ModuleDebugInfo":
 
 class ModuleDebugInfo:
     def __init__(self, path: str) -> None:
+        # Segments, symbols, CFI and code bytes come from the file itself;
+        # DWARF (and .symtab, when stripped here) may come from a separate
+        # debug file with the same addresses.
         self._elf = ElfImage(path)
         self.path = path
         self.build_id = self._elf.build_id
         self.is_pie = self._elf.is_pie
         self.segments: tuple[LoadSegment, ...] = self._elf.segments
-        info = self._elf.section(".debug_info")
-        self.has_debug_info = info is not None and info.size > 0
+        search = find_debug_info(self._elf)
+        self._debug_elf = search.image
+        self._debug_searched = search.searched
+        if self._debug_elf is not None and self._debug_elf is not self._elf:
+            self._elf.use_symtab_of(self._debug_elf)
+        self.has_debug_info = self._debug_elf is not None
+        # The file the DWARF is read from: `path` or its separate debug file.
+        self.debug_path = self._debug_elf.path if self._debug_elf is not None else None
         self._types = TypeBuilder()
 
     # ------------------------------------------------------------- plumbing
@@ -75,8 +85,9 @@ class ModuleDebugInfo:
     def _dwarf(self) -> DwarfIndex:
         self.require_debug_info()
         # Linked executables and shared objects need no relocation of DWARF.
-        return DwarfIndex(self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False),
-                          open_index_cache(self.build_id, self._elf.section(".debug_info").size))
+        debug = self._debug_elf
+        return DwarfIndex(debug.elf.get_dwarf_info(relocate_dwarf_sections=False),
+                          open_index_cache(self.build_id, debug.section(".debug_info").size))
 
     @functools.cached_property
     def _locations(self) -> LocationReader:
@@ -86,7 +97,11 @@ class ModuleDebugInfo:
     def _frames(self) -> CallFrames:
         hdr = self._elf.section(".eh_frame_hdr")
         data = self._elf.section_bytes(".eh_frame_hdr") if hdr else b""
-        return CallFrames(self._dwarf.dwarfinfo, data, hdr.address if hdr else 0)
+        dwarfinfo = self._dwarf.dwarfinfo
+        # A separate debug file keeps .eh_frame only as a NOBITS header.
+        eh_info = dwarfinfo if self._debug_elf is self._elf else \
+            self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
+        return CallFrames(dwarfinfo, data, hdr.address if hdr else 0, eh_frame_info=eh_info)
 
     @functools.cached_property
     def _scope_context(self) -> ScopeContext:
@@ -106,9 +121,11 @@ class ModuleDebugInfo:
 
     def require_debug_info(self) -> None:
         if not self.has_debug_info:
+            searched = ", ".join(self._debug_searched) or "nowhere: it has no build-id or .gnu_debuglink"
             raise DebugInfoError(
                 f"'{self.path}' has no DWARF debug info "
-                "(compile with -g or install the -dbgsym package)")
+                "(compile with -g or install the -dbgsym package)",
+                hints=(f"separate debug info searched: {searched}",))
 
     def vaddr_to_file_offset(self, vaddr: int) -> int:
         return self._elf.vaddr_to_file_offset(vaddr)
@@ -133,7 +150,7 @@ class ModuleDebugInfo:
             hit = self._dwarf.function_at(sym.address)
             if hit is not None and hit[1].name == name and hit[1].ranges[0][0] == sym.address:
                 found.setdefault(hit[1].die_offset, self._function_site(*hit))
-        if not found and self._elf.section(".symtab") is None:
+        if not found and not self._elf.has_symtab:
             found = {e.die_offset: self._function_site(cu, e) for cu, e in self._scan_functions(name)}
         if not found and self._symbols_named(name, SymbolKind.FUNC):
             raise DebugInfoError(f"function '{name}' in '{self.path}' has no DWARF description",

@@ -1,0 +1,121 @@
+"""Separate debug info: the DWARF of a stripped ELF file kept in another
+file, found the way gdb finds it (gdb manual, "Debugging Information in
+Separate Files"):
+
+  1. by build-id: <root>/.build-id/<first two hex digits>/<rest>.debug,
+     accepted when that file's build-id matches;
+  2. by .gnu_debuglink (file name, padding to 4 bytes, CRC32 of the debug
+     file): <dir>/<name>, <dir>/.debug/<name>, <root>/<dir>/<name>, where
+     <dir> is the directory of the file's real path; accepted when the CRC
+     matches.
+
+<root> is each of DEBUG_ROOTS, or of the colon-separated GS_CGEN_DEBUG_ROOTS.
+A candidate must also have a real .debug_info section.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+
+from gs_cgen.dwarf.elf import ElfImage
+from gs_cgen.errors import DebugInfoError
+
+DEBUG_ROOTS: tuple[str, ...] = ("/usr/lib/debug",)
+
+
+@dataclass(frozen=True)
+class DebugFileSearch:
+    """Where a file's DWARF is: `image` (None when nowhere), and the paths
+    looked at for separate debug info, for the error message."""
+
+    image: ElfImage | None
+    searched: tuple[str, ...] = ()
+
+
+def debug_roots() -> tuple[str, ...]:
+    env = os.environ.get("GS_CGEN_DEBUG_ROOTS")
+    return tuple(p for p in env.split(":") if p) if env else DEBUG_ROOTS
+
+
+def has_dwarf(elf: ElfImage) -> bool:
+    info = elf.section(".debug_info")
+    return info is not None and info.size > 0 and not info.nobits
+
+
+def find_debug_info(elf: ElfImage) -> DebugFileSearch:
+    """`elf` itself when it has DWARF, else its separate debug file."""
+    if has_dwarf(elf):
+        return DebugFileSearch(elf)
+    searched: list[str] = []
+    if elf.build_id:
+        for path in build_id_paths(elf.build_id):
+            searched.append(path)
+            image = _open_candidate(path, elf)
+            if image is not None and image.build_id == elf.build_id:
+                return DebugFileSearch(image, tuple(searched))
+            _close(image)
+    link = debuglink(elf)
+    if link is not None:
+        name, crc = link
+        for path in debuglink_paths(elf.path, name):
+            searched.append(path)
+            image = _open_candidate(path, elf)
+            if image is not None and _file_crc32(path) == crc:
+                return DebugFileSearch(image, tuple(searched))
+            _close(image)
+    return DebugFileSearch(None, tuple(searched))
+
+
+def build_id_paths(build_id: str) -> list[str]:
+    return [os.path.join(root, ".build-id", build_id[:2], build_id[2:] + ".debug")
+            for root in debug_roots()]
+
+
+def debuglink_paths(path: str, name: str) -> list[str]:
+    directory = os.path.dirname(os.path.realpath(path))
+    return ([os.path.join(directory, name), os.path.join(directory, ".debug", name)]
+            + [os.path.join(root + directory, name) for root in debug_roots()])
+
+
+def debuglink(elf: ElfImage) -> tuple[str, int] | None:
+    """(file name, CRC32) from .gnu_debuglink, or None."""
+    data = elf.section_bytes(".gnu_debuglink")
+    end = data.find(b"\0")
+    if end <= 0:
+        return None
+    crc_at = (end + 4) & ~3
+    if len(data) < crc_at + 4:
+        return None
+    (crc,) = struct.unpack_from("<I", data, crc_at)
+    return os.fsdecode(data[:end]), crc
+
+
+def _open_candidate(path: str, elf: ElfImage) -> ElfImage | None:
+    if not os.path.isfile(path) or os.path.realpath(path) == os.path.realpath(elf.path):
+        return None
+    try:
+        image = ElfImage(path)
+    except DebugInfoError:
+        return None
+    if has_dwarf(image):
+        return image
+    image.close()
+    return None
+
+
+def _close(image: ElfImage | None) -> None:
+    if image is not None:
+        image.close()
+
+
+def _file_crc32(path: str) -> int | None:
+    crc = 0
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                crc = zlib.crc32(chunk, crc)
+    except OSError:
+        return None
+    return crc
