@@ -2,7 +2,7 @@
 types and where they live. Patterns resolve exactly as in `trace`."""
 from __future__ import annotations
 
-from gs_cgen.dwarf.model import AtAddress, describe_location
+from gs_cgen.dwarf.model import AtAddress, describe_variable
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.sites import resolve_sites
@@ -34,7 +34,7 @@ def _describe_site(module, site) -> str:
     if not variables:
         lines.append("  no parameters or locals")
     for var in variables:
-        location = describe_location(var.location)
+        location = describe_variable(var)
         if isinstance(var.location, AtAddress):
             location += f" ({module.section_of(var.location.address)})"
         lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {location}")

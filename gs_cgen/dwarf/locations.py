@@ -8,6 +8,7 @@ the first operation we could not express, so the planner can say why.
 """
 from __future__ import annotations
 
+import dataclasses
 import struct
 from typing import Callable
 
@@ -15,7 +16,8 @@ from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry
 
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister,
-                                 OptimizedOut, UnsupportedLocation, VariableLocation)
+                                 LocationForm, LocationOrigin, OptimizedOut, UnsupportedLocation,
+                                 VariableLocation, register_name)
 
 NOT_AT_PC = "not available at this PC"
 _FIRST_SIMD_REGISTER = 17       # xmm0 in the x86_64 psABI DWARF numbering
@@ -34,28 +36,38 @@ class LocationReader:
         self._lists = dwarfinfo.location_lists()
         self._cu_base = cu_base
 
-    def variable_location(self, die, pc: int, frame_base: FrameBase) -> VariableLocation:
+    def locate(self, die, pc: int, frame_base: FrameBase) -> tuple[VariableLocation, LocationOrigin]:
+        """The variable's location at `pc`, and how DWARF described it."""
         attrs = die.attributes
         if "DW_AT_const_value" in attrs:
-            return _const_value(attrs["DW_AT_const_value"].value)
+            return _const_value(attrs["DW_AT_const_value"].value), LocationOrigin(LocationForm.CONSTANT)
         attr = attrs.get("DW_AT_location")
         if attr is None:
-            return OptimizedOut("optimized out")
-        expr = self.expression_at(attr, die, pc)
+            return OptimizedOut("optimized out"), LocationOrigin(LocationForm.NONE)
+        expr, from_list, covering = self._entry_at(attr, die, pc)
         if expr is None:
-            return OptimizedOut(NOT_AT_PC)
-        return self.evaluate(expr, die.cu, frame_base)
+            return OptimizedOut(NOT_AT_PC), LocationOrigin(LocationForm.NONE, from_list=from_list)
+        ops = self.parse_ops(expr, die.cu) if expr else []
+        location = translate_ops(ops, frame_base) if ops else OptimizedOut("optimized out")
+        origin = dataclasses.replace(origin_of(ops), from_list=from_list, list_range=covering)
+        return location, origin
 
     def expression_at(self, attr, die, pc: int) -> list[int] | None:
         """The expression bytes that hold at `pc` (the attribute itself when
         it is an exprloc), or None if no list entry covers `pc`."""
+        return self._entry_at(attr, die, pc)[0]
+
+    def _entry_at(self, attr, die, pc: int):
+        """-> (expression or None, is a location list, [low, high) of the
+        covering list entry or None)."""
         if attr.form == "DW_FORM_exprloc" or attr.form.startswith("DW_FORM_block"):
-            return list(attr.value)
+            return list(attr.value), False, None
         offset = attr.value
         if attr.form == "DW_FORM_loclistx":
             offset = self._loclistx_offset(die.cu, attr.value)
         entries = self._lists.get_location_list_at_offset(offset, die)
-        return _select_entry(entries, self._cu_base(die.cu), pc)
+        expr, covering = _select_entry(entries, self._cu_base(die.cu), pc)
+        return expr, True, covering
 
     def _loclistx_offset(self, cu, index: int) -> int:
         # DWARF 5 section 7.29: offsets table follows DW_AT_loclists_base.
@@ -64,16 +76,13 @@ class LocationReader:
         stream.seek(base + 4 * index)
         return base + struct.unpack("<I", stream.read(4))[0]
 
-    def evaluate(self, expr: list[int], cu, frame_base: FrameBase) -> VariableLocation:
-        if not expr:
-            return OptimizedOut("optimized out")
-        return translate_ops(self.parse_ops(expr, cu), frame_base)
-
     def parse_ops(self, expr: list[int], cu):
         return DWARFExprParser(cu.structs).parse_expr(expr)
 
 
-def _select_entry(entries, base: int, pc: int) -> list[int] | None:
+def _select_entry(entries, base: int, pc: int):
+    """-> (expression, (low, high)) of the entry covering `pc`, else
+    (the DW_LLE_default_location expression or None, None)."""
     default = None
     for entry in entries:
         if isinstance(entry, BaseAddressEntry):
@@ -86,8 +95,32 @@ def _select_entry(entries, base: int, pc: int) -> list[int] | None:
             if not entry.is_absolute:
                 lo, hi = lo + base, hi + base
             if lo <= pc < hi:
-                return entry.loc_expr
-    return default
+                return entry.loc_expr, (lo, hi)
+    return default, None
+
+
+def origin_of(ops) -> LocationOrigin:
+    """The form of a parsed expression, as `gs-cgen info` names it."""
+    names = [op.op_name for op in ops]
+    if not names:
+        return LocationOrigin(LocationForm.NONE)
+    first = names[0]
+    if names == ["DW_OP_fbreg"]:
+        return LocationOrigin(LocationForm.FRAME_OFFSET, frame_offset=ops[0].args[0])
+    if len(names) == 1 and first.startswith("DW_OP_reg"):
+        return LocationOrigin(LocationForm.REGISTER)
+    if len(names) == 1 and first.startswith("DW_OP_breg"):
+        return LocationOrigin(LocationForm.REGISTER_OFFSET)
+    if names == ["DW_OP_addr"]:
+        return LocationOrigin(LocationForm.STATIC)
+    if names == ["DW_OP_implicit_value"]:
+        return LocationOrigin(LocationForm.CONSTANT)
+    if len(names) == 2 and names[1] == "DW_OP_stack_value":
+        if first.startswith("DW_OP_breg"):
+            return LocationOrigin(LocationForm.REGISTER)
+        if first.startswith(("DW_OP_lit", "DW_OP_const")):
+            return LocationOrigin(LocationForm.CONSTANT)
+    return LocationOrigin(LocationForm.EXPRESSION)
 
 
 def translate_ops(ops, frame_base: FrameBase) -> VariableLocation:
@@ -192,3 +225,18 @@ def frame_base_from_ops(ops, cfa: Callable[[], "tuple[int, int] | VariableLocati
         reg = op.args[0] if op.op_name == "DW_OP_regx" else int(op.op_name[len("DW_OP_reg"):])
         return reg, 0
     return UnsupportedLocation(f"frame base expression {op.op_name}")
+
+
+def frame_base_label(ops) -> str | None:
+    """What DW_AT_frame_base is relative to, for people: "CFA" or a register."""
+    if len(ops) != 1:
+        return None
+    name = ops[0].op_name
+    if name == "DW_OP_call_frame_cfa":
+        return "CFA"
+    if name.startswith("DW_OP_breg"):
+        reg, offset = _breg(ops[0])
+        return f"{register_name(reg)}{offset:+d}" if offset else register_name(reg)
+    if name.startswith("DW_OP_reg"):
+        return register_name(ops[0].args[0] if name == "DW_OP_regx" else int(name[len("DW_OP_reg"):]))
+    return None

@@ -89,6 +89,55 @@ def describe_location(location: VariableLocation) -> str:
     raise TypeError(location)
 
 
+class LocationForm(Enum):
+    """How DWARF wrote a variable's location (DWARF 5 section 2.6)."""
+
+    REGISTER = "register"                  # DW_OP_regN; DW_OP_bregN + DW_OP_stack_value
+    REGISTER_OFFSET = "register offset"    # DW_OP_bregN
+    FRAME_OFFSET = "frame offset"          # DW_OP_fbreg
+    STATIC = "static"                      # DW_OP_addr
+    CONSTANT = "constant"                  # DW_AT_const_value, constant + DW_OP_stack_value
+    EXPRESSION = "expression"              # any other expression
+    NONE = "none"                          # no DW_AT_location, or an empty expression
+
+
+@dataclass(frozen=True)
+class LocationOrigin:
+    """Where a VisibleVariable's location came from in DWARF, for people:
+    the planner only needs the resolved VariableLocation."""
+
+    form: LocationForm
+    frame_offset: int | None = None               # the DW_OP_fbreg operand
+    frame_base: str | None = None                 # what it is relative to: "CFA", "rbp", ...
+    from_list: bool = False                       # DW_AT_location is a location list
+    list_range: tuple[int, int] | None = None     # the [low, high) entry covering the PC
+
+
+def describe_variable(variable: "VisibleVariable") -> str:
+    """`describe_location` plus how DWARF said it: `frame offset -36 (CFA)
+    → [rbp-20]`, `location list [0x1140,0x1150) → register rdi`."""
+    location, origin = variable.location, variable.origin
+    if isinstance(location, OptimizedOut) and location.reason == "optimized out":
+        text = "optimized out"
+    else:
+        text = describe_location(location)
+    if origin is None:
+        return text
+    if (origin.form is LocationForm.FRAME_OFFSET and origin.frame_offset is not None
+            and isinstance(location, AtRegisterOffset)):
+        base = f" ({origin.frame_base})" if origin.frame_base else ""
+        text = (f"frame offset {origin.frame_offset:+d}{base} → "
+                f"[{register_name(location.dwarf_register)}{location.offset:+d}]")
+    if origin.from_list and origin.list_range is not None:
+        low, high = origin.list_range
+        text = f"location list [0x{low:x},0x{high:x}) → {text}"
+    elif origin.from_list and isinstance(location, OptimizedOut):
+        text = "optimized out (no location-list entry covers this PC)"
+    elif origin.from_list:
+        text = f"location list (default entry) → {text}"
+    return text
+
+
 def register_name(dwarf_register: int) -> str:
     if 0 <= dwarf_register < len(DWARF_REGISTER_NAMES):
         return DWARF_REGISTER_NAMES[dwarf_register]
@@ -115,6 +164,7 @@ class VisibleVariable:
     kind: VariableKind
     decl_file: str | None = None
     decl_line: int | None = None
+    origin: LocationOrigin | None = None      # how DWARF described `location`
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@ scope come first, so the first match by name is the one C would see.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
 from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
-from gs_cgen.dwarf.locations import FrameBase, LocationReader, frame_base_from_ops
-from gs_cgen.dwarf.model import OptimizedOut, UnsupportedLocation, VariableKind, VisibleVariable
+from gs_cgen.dwarf.locations import LocationReader, frame_base_from_ops, frame_base_label
+from gs_cgen.dwarf.model import (LocationForm, OptimizedOut, UnsupportedLocation, VariableKind,
+                                 VisibleVariable)
 from gs_cgen.dwarf.typebuild import TypeBuilder
 
 _SCOPE_TAGS = ("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine")
@@ -40,7 +42,7 @@ def visible_variables(ctx: ScopeContext, function_die, pc: int) -> list[VisibleV
         if inner is None:
             break
         chain.append(inner)
-    frame_base = _frame_base(ctx, function_die, pc)
+    frame_base = _FrameBase(ctx, function_die, pc)
     out: list[VisibleVariable] = []
     for scope in reversed(chain):
         for child in scope.iter_children():
@@ -62,7 +64,7 @@ def _covering_child_scope(index: DwarfIndex, die, pc: int):
     return None
 
 
-def _variable(ctx: ScopeContext, die, pc: int, frame_base: FrameBase) -> VisibleVariable | None:
+def _variable(ctx: ScopeContext, die, pc: int, frame_base: "_FrameBase") -> VisibleVariable | None:
     kind = _VARIABLE_KINDS.get(die.tag)
     if kind is None:
         return None
@@ -72,33 +74,43 @@ def _variable(ctx: ScopeContext, die, pc: int, frame_base: FrameBase) -> Visible
     typed = origin_having(die, "DW_AT_type") or die
     file_attr = inherited_attr(die, "DW_AT_decl_file")
     line_attr = inherited_attr(die, "DW_AT_decl_line")
+    location, origin = ctx.locations.locate(die, pc, frame_base)
+    if origin.form is LocationForm.FRAME_OFFSET:
+        origin = dataclasses.replace(origin, frame_base=frame_base.label)
     return VisibleVariable(
         name=name,
         type=ctx.types.type_of(typed),
-        location=ctx.locations.variable_location(die, pc, frame_base),
+        location=location,
         kind=kind,
         decl_file=ctx.decl_file(die.cu, file_attr.value) if file_attr is not None else None,
         decl_line=line_attr.value if line_attr is not None else None,
+        origin=origin,
     )
 
 
-def _frame_base(ctx: ScopeContext, function_die, pc: int) -> FrameBase:
-    """A thunk: CFI is only consulted when a variable uses DW_OP_fbreg."""
-    result: list = []
+class _FrameBase:
+    """DW_AT_frame_base at one PC, resolved on first call: CFI is only
+    consulted when a variable uses DW_OP_fbreg. `label` then names what it
+    is relative to ("CFA", "rbp") for `gs-cgen info`."""
 
-    def resolve():
-        if not result:
-            result.append(_compute_frame_base(ctx, function_die, pc))
-        return result[0]
-    return resolve
+    def __init__(self, ctx: ScopeContext, function_die, pc: int) -> None:
+        self._ctx, self._die, self._pc = ctx, function_die, pc
+        self._value = None
+        self.label: str | None = None
 
+    def __call__(self):
+        if self._value is None:
+            self._value = self._compute()
+        return self._value
 
-def _compute_frame_base(ctx: ScopeContext, function_die, pc: int):
-    attr = function_die.attributes.get("DW_AT_frame_base")
-    if attr is None:
-        return UnsupportedLocation("DW_OP_fbreg without DW_AT_frame_base")
-    expr = ctx.locations.expression_at(attr, function_die, pc)
-    if expr is None:
-        return OptimizedOut("frame base not available at this PC")
-    ops = ctx.locations.parse_ops(expr, function_die.cu)
-    return frame_base_from_ops(ops, lambda: ctx.cfa_at(pc))
+    def _compute(self):
+        ctx, die, pc = self._ctx, self._die, self._pc
+        attr = die.attributes.get("DW_AT_frame_base")
+        if attr is None:
+            return UnsupportedLocation("DW_OP_fbreg without DW_AT_frame_base")
+        expr = ctx.locations.expression_at(attr, die, pc)
+        if expr is None:
+            return OptimizedOut("frame base not available at this PC")
+        ops = ctx.locations.parse_ops(expr, die.cu)
+        self.label = frame_base_label(ops)
+        return frame_base_from_ops(ops, lambda: ctx.cfa_at(pc))
