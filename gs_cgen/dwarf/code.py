@@ -38,3 +38,36 @@ def check_instruction_boundary(elf, vaddr: int) -> str:
             break
     raise DebugInfoError(f"address 0x{vaddr:x} could not be decoded as an instruction of "
                          f"{symbol.name}")
+
+
+# System V x86-64: a call may change these (and the callee returns in rax).
+_CALL_CLOBBERED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
+_LEGACY = {"a": "rax", "b": "rbx", "c": "rcx", "d": "rdx"}
+_INDEX = {"si": "rsi", "di": "rdi", "bp": "rbp", "sp": "rsp"}
+
+
+def canonical_register(name: str) -> str:
+    """The 64-bit register a capstone register name is part of (eax, al -> rax)."""
+    if name.startswith("r") and name[1:3].rstrip("bwd").isdigit():
+        return "r" + name[1:].rstrip("bwd")          # r8d, r10w, r11b
+    stem = name.removeprefix("r").removeprefix("e")
+    if stem in _INDEX or stem.rstrip("l") in _INDEX:
+        return _INDEX.get(stem, _INDEX.get(stem.rstrip("l")))
+    if len(stem) == 2 and stem[1] in "xlh" and stem[0] in _LEGACY:
+        return _LEGACY[stem[0]]
+    return name
+
+
+def registers_written(elf, ranges) -> frozenset[str]:
+    """64-bit registers any instruction of the function writes; calls count
+    as writing every call-clobbered register."""
+    decoder = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    decoder.detail = True
+    written: set[str] = set()
+    for low, high in ranges:
+        for insn in decoder.disasm(elf.read(low, high - low), low):
+            if insn.group(capstone.CS_GRP_CALL):
+                written |= _CALL_CLOBBERED
+            _read, writes = insn.regs_access()
+            written.update(canonical_register(insn.reg_name(r)) for r in writes)
+    return frozenset(written)

@@ -15,7 +15,7 @@ from typing import Callable
 from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry
 
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister,
+from gs_cgen.dwarf.model import (EntryValue, AtAddress, AtRegisterOffset, ImplicitValue, InRegister,
                                  LocationForm, LocationOrigin, OptimizedOut, UnsupportedLocation,
                                  VariableLocation, register_name)
 
@@ -99,6 +99,15 @@ def _select_entry(entries, base: int, pc: int):
     return default, None
 
 
+def _entry_value(op) -> VariableLocation:
+    (inner,) = op.args[:1] or [[]]
+    names = [getattr(o, "op_name", "?") for o in inner]
+    if len(names) == 1 and names[0].startswith("DW_OP_reg") and names[0] != "DW_OP_regx":
+        return EntryValue(int(names[0][len("DW_OP_reg"):]))
+    names = " ".join(names)
+    return UnsupportedLocation(f"DW_OP_entry_value({names}) with DW_OP_stack_value")
+
+
 def origin_of(ops) -> LocationOrigin:
     """The form of a parsed expression, as `gs-cgen info` names it."""
     names = [op.op_name for op in ops]
@@ -129,6 +138,8 @@ def translate_ops(ops, frame_base: FrameBase) -> VariableLocation:
     if len(ops) == 1:
         return _single(ops[0], frame_base)
     if len(ops) == 2 and names[1] == "DW_OP_stack_value":
+        if names[0] == "DW_OP_entry_value":
+            return _entry_value(ops[0])
         return _stack_value(ops[0])
     # Name the first operation a probe cannot perform (DW_OP_piece,
     # DW_OP_entry_value, DW_OP_plus, DW_OP_deref, ...).

@@ -58,6 +58,15 @@ class OptimizedOut:
 
 
 @dataclass(frozen=True)
+class EntryValue:
+    """DW_OP_entry_value(DW_OP_regN) + stack_value: the value register N had
+    when the function was entered. Internal to dwarf/: variables_at turns it
+    into InRegister when the function never writes N, else OptimizedOut."""
+
+    dwarf_register: int
+
+
+@dataclass(frozen=True)
 class UnsupportedLocation:
     """A location expression this version cannot evaluate in BPF
     (DW_OP_entry_value, pieces, SIMD registers, ...)."""

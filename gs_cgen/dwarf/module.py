@@ -6,18 +6,20 @@ only the one CU it leads to. See DESIGN.md "Speed".
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import struct
 
 from gs_cgen.dwarf.cache import open_index_cache
-from gs_cgen.dwarf.code import check_instruction_boundary
+from gs_cgen.dwarf.code import check_instruction_boundary, registers_written
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
-from gs_cgen.dwarf.model import (CodeLocation, FunctionSite, GlobalVariable, LineSite, LoadSegment,
+from gs_cgen.dwarf.model import (EntryValue, InRegister, OptimizedOut, register_name,
+                                 CodeLocation, FunctionSite, GlobalVariable, LineSite, LoadSegment,
                                  UnsupportedLocation, VisibleVariable)
 from gs_cgen.dwarf.scopes import ScopeContext, visible_variables
 from gs_cgen.dwarf.sites import (function_probe_address, is_optimized_gcc, line_at, match_files,
@@ -253,7 +255,11 @@ class ModuleDebugInfo:
         if hit is None:
             raise DebugInfoError(f"no function with debug info covers address 0x{pc:x}")
         die = self._dwarf.die_at(hit[1].die_offset)
-        return visible_variables(self._scope_context, die, pc)
+        found = visible_variables(self._scope_context, die, pc)
+        if not any(isinstance(v.location, EntryValue) for v in found):
+            return found
+        written = registers_written(self._elf, hit[1].ranges)
+        return [_resolve_entry_value(v, written) for v in found]
 
     def find_global(self, name: str) -> GlobalVariable | None:
         """A global, file-scope static or function-level static."""
@@ -387,6 +393,20 @@ class ModuleDebugInfo:
         saturated = len(hits) >= _SEARCH_LIMIT or len(str_offsets) >= 16
         rest = [off for off in index.cu_offsets() if off not in seen] if saturated else []
         return seen + rest
+
+
+def _resolve_entry_value(var: VisibleVariable, written: frozenset[str]) -> VisibleVariable:
+    """A register the function never writes (nor lets a call clobber)
+    still holds its entry value at every PC of the function."""
+    if not isinstance(var.location, EntryValue):
+        return var
+    reg = var.location.dwarf_register
+    name = register_name(reg)
+    if name in written or reg > 16:
+        location = OptimizedOut(f"entry value of {name}, which this function overwrites")
+    else:
+        location = InRegister(reg)
+    return dataclasses.replace(var, location=location)
 
 
 def _function_covering(functions, address: int) -> FunctionEntry | None:
