@@ -83,8 +83,7 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         if options.max_events is not None and rendered >= options.max_events:
             return False
         probe = probes.get(header["probe_id"])
-        if probe is not None:
-            sink(decode(raw, probe), probe)
+        if probe is not None and sink(decode(raw, probe), probe):
             rendered += 1
         return not stop.raised
 

@@ -1,4 +1,7 @@
-"""Where rendered events go: plain lines, rich-styled lines, or JSON."""
+"""Where rendered events go: plain lines, rich-styled lines, or JSON.
+
+A sink returns how many lines it printed: an event whose conditions all
+failed prints nothing and does not count towards --max-events."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +11,7 @@ from gs_cgen.plan.model import ProbePlan
 from gs_cgen.render.decode import Event
 from gs_cgen.render.lines import render_json, render_lines
 
-Sink = Callable[[Event, ProbePlan], None]
+Sink = Callable[[Event, ProbePlan], int]
 
 
 def make_sink(style: str, resolve_frame=None) -> Sink:
@@ -17,12 +20,16 @@ def make_sink(style: str, resolve_frame=None) -> Sink:
         return _pretty_sink(resolve_frame)
 
     # No flush per event: the tracer flushes after every poll batch.
-    def plain(event: Event, probe: ProbePlan) -> None:
-        sys.stdout.write("".join(line + "\n" for line in
-                                 render_lines(event, probe, resolve_frame)))
+    def plain(event: Event, probe: ProbePlan) -> int:
+        lines = render_lines(event, probe, resolve_frame)
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        return len(lines)
 
-    def as_json(event: Event, probe: ProbePlan) -> None:
+    def as_json(event: Event, probe: ProbePlan) -> int:
+        if not event.executed:
+            return 0
         sys.stdout.write(render_json(event, probe, resolve_frame) + "\n")
+        return 1
 
     return {"plain": plain, "json": as_json}[style]
 
@@ -33,11 +40,14 @@ def _pretty_sink(resolve_frame) -> Sink:
     from rich.text import Text  # noqa: PLC0415
     console = Console(highlight=False)
 
-    def pretty(event: Event, probe: ProbePlan) -> None:
-        header = Text(f"[{probe.site.pattern_text}] pid {event.pid} tid {event.tid}",
-                      style="dim cyan")
-        console.print(header)
-        for line in render_lines(event, probe, resolve_frame):
+    def pretty(event: Event, probe: ProbePlan) -> int:
+        lines = render_lines(event, probe, resolve_frame)
+        if not lines:
+            return 0
+        console.print(Text(f"[{probe.site.pattern_text}] pid {event.pid} tid {event.tid}",
+                           style="dim cyan"))
+        for line in lines:
             style = "bold red" if line.startswith("ExprError:") else None
             console.print(Text("  " + line, style=style))
+        return len(lines)
     return pretty
