@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
 import click
 
@@ -27,6 +28,22 @@ def cli() -> None:
     its variables, typed and read from DWARF, through eBPF uprobes."""
 
 
+@dataclass(frozen=True)
+class TraceRequest:
+    """What `gs-cgen trace` was asked to do, as typed on the command line."""
+
+    pid: int | None
+    target_path: str | None
+    command: tuple[str, ...]
+    output: str | None
+    max_events: int | None
+    duration: float | None
+    dry_run: bool
+    emit_c: bool
+    event_map: str
+    mem_dump_cap: int
+
+
 @cli.command(context_settings={"ignore_unknown_options": False})
 @click.option("-p", "--pid", type=int, help="A running process.")
 @click.option("-t", "--target", "target_path", type=str, help="An executable or shared library.")
@@ -41,25 +58,24 @@ def cli() -> None:
 @click.option("--event-map", type=click.Choice(["ringbuf", "perf"]), default="ringbuf")
 @click.option("--mem-dump-cap", type=click.IntRange(min=1), default=256, show_default=True)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def trace(pid, target_path, script_text, script_file, output, max_events, duration, dry_run,
-          emit_c, event_map, mem_dump_cap, command) -> None:
+def trace(script_text, script_file, **options) -> None:
     """Attach a trace script to a process, a binary, or a command to launch."""
-    _check_usage(pid, target_path, script_text, script_file, command)
+    request = TraceRequest(**options)
+    _check_usage(request, script_text, script_file)
     script = _read_script(script_text, script_file)
     try:
-        status = _run_trace(script, pid, target_path, output, max_events, duration, dry_run,
-                            emit_c, event_map, mem_dump_cap, command)
+        status = _run_trace(script, request)
     except GsError as exc:
         _fail(exc, script)
     sys.exit(status)
 
 
-def _check_usage(pid, target_path, script_text, script_file, command) -> None:
+def _check_usage(request: TraceRequest, script_text, script_file) -> None:
     if (script_text is None) == (script_file is None):
         raise click.UsageError("give exactly one of -s/--script and -f/--script-file")
-    if command and pid is not None:
+    if request.command and request.pid is not None:
         raise click.UsageError("'-- COMMAND' cannot be combined with -p")
-    if not command and pid is None and not target_path:
+    if not request.command and request.pid is None and not request.target_path:
         raise click.UsageError("name a target: -p PID, -t PATH, or -- COMMAND [ARGS...]")
 
 
@@ -73,35 +89,38 @@ def _read_script(script_text: str | None, script_file: str | None) -> _ScriptSou
         _fail(GsError(f"cannot read script file {script_file}: {exc.strerror}"), None)
 
 
-def _run_trace(script: _ScriptSource, pid, target_path, output, max_events, duration,
-               dry_run, emit_c, event_map, mem_dump_cap, command) -> int:
-    from gs_cgen.pipeline import compile_script  # noqa: PLC0415 — keep --help fast
-    from gs_cgen.plan.build import PlanOptions  # noqa: PLC0415
-    from gs_cgen.plan.model import EventTransport  # noqa: PLC0415
-    from gs_cgen.runtime import target as proc  # noqa: PLC0415
-    from gs_cgen.runtime.launch import launch_held  # noqa: PLC0415
-    launched = launch_held(list(command)) if command else None
+def _run_trace(script: _ScriptSource, request: TraceRequest) -> int:
+    from gs_cgen.runtime.launch import launch_held  # noqa: PLC0415 — keep --help fast
+    launched = launch_held(list(request.command)) if request.command else None
     try:
-        process = proc.open_process(launched.pid if launched else pid) \
-            if (launched or pid is not None) else None
-        modules = _module_set(process, target_path)
-        options = PlanOptions(script_name=script.name,
-                              pid_namespace=proc.pid_namespaces(process),
-                              transport=EventTransport(event_map), input_pid=pid,
-                              mem_dump_cap=mem_dump_cap, watch_exec=process is None)
-        compiled = compile_script(script.text, modules, options)
-        if emit_c:
+        compiled, process = _compile(script, request, launched)
+        if request.emit_c:
             click.echo(compiled.c_text, nl=False)
             return 0
         from gs_cgen.tracer import TraceOptions, run_trace  # noqa: PLC0415
-        style = output or ("pretty" if sys.stdout.isatty() else "plain")
-        filter_pid = process.pid if process else None
-        trace_options = TraceOptions(style, max_events, duration, dry_run, filter_pid,
-                                     stop_when_gone=pid if not launched else None)
-        return run_trace(compiled, trace_options, _diagnostic, launched)
+        style = request.output or ("pretty" if sys.stdout.isatty() else "plain")
+        options = TraceOptions(style, request.max_events, request.duration, request.dry_run,
+                               pid=process.pid if process else None,
+                               stop_when_gone=None if launched else request.pid)
+        return run_trace(compiled, options, _diagnostic, launched)
     finally:
         if launched is not None and not launched.released:
             launched.abandon()
+
+
+def _compile(script: _ScriptSource, request: TraceRequest, launched):
+    """The compiled program and the process it is for (None with -t alone)."""
+    from gs_cgen.pipeline import compile_script  # noqa: PLC0415
+    from gs_cgen.plan.build import PlanOptions  # noqa: PLC0415
+    from gs_cgen.plan.model import EventTransport  # noqa: PLC0415
+    from gs_cgen.runtime import target as proc  # noqa: PLC0415
+    pid = launched.pid if launched else request.pid
+    process = proc.open_process(pid) if pid is not None else None
+    options = PlanOptions(script_name=script.name, pid_namespace=proc.pid_namespaces(process),
+                          transport=EventTransport(request.event_map), input_pid=request.pid,
+                          mem_dump_cap=request.mem_dump_cap, watch_exec=process is None)
+    modules = _module_set(process, request.target_path)
+    return compile_script(script.text, modules, options), process
 
 
 def _module_set(process, target_path):
