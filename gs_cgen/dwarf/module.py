@@ -154,6 +154,8 @@ class ModuleDebugInfo:
                 found.setdefault(hit[1].die_offset, self._function_site(*hit))
         if not found and not self._elf.has_symtab:
             found = {e.die_offset: self._function_site(cu, e) for cu, e in self._scan_functions(name)}
+        for site in self._inlined_sites(name, found):
+            found.setdefault(-site.probe_address, site)
         if not found and self._symbols_named(name, SymbolKind.FUNC):
             raise DebugInfoError(f"function '{name}' in '{self.path}' has no DWARF description",
                                  hints=("it may come from assembly or a file built without -g",))
@@ -161,6 +163,48 @@ class ModuleDebugInfo:
             raise DebugInfoError(f"no function '{name}' in '{self.path}'",
                                  candidates=nearest(name, self.function_names()))
         return sorted(found.values(), key=lambda site: site.low_pc)
+
+    def _inlined_sites(self, name: str, out_of_line: dict) -> list[FunctionSite]:
+        """Inlined instances of `name` (gdb sets a location on each). Only
+        searched where inlining is known to have happened: the CUs of
+        out-of-line copies that have an abstract origin, or — for a
+        function with no out-of-line copy — every CU of a small module."""
+        cus = {}
+        for offset in out_of_line:
+            die = self._dwarf.die_at(offset)
+            if "DW_AT_abstract_origin" in die.attributes or "DW_AT_inline" in die.attributes:
+                cus[die.cu.cu_offset] = die.cu
+        if not out_of_line and self._elf.section(".debug_info").size <= _FULL_SCAN_LIMIT:
+            cus = {off: self._dwarf.cu_at(off) for off in self._dwarf.cu_offsets()}
+        return [site for cu in cus.values() for site in self._inlined_in(cu, name)]
+
+    def _inlined_in(self, cu, name: str) -> list[FunctionSite]:
+        abstract = {die.offset for die in cu.iter_DIEs()
+                    if die.tag == "DW_TAG_subprogram" and die_name(die) == name
+                    and "DW_AT_inline" in die.attributes}
+        if not abstract:
+            return []
+        sites = []
+        for die in cu.iter_DIEs():
+            if die.tag == "DW_TAG_inlined_subroutine" and \
+                    _reference(die, "DW_AT_abstract_origin") in abstract:
+                ranges = self._dwarf.die_ranges(die)
+                if ranges:
+                    sites.append(self._inline_site(cu, die, name, ranges))
+        return sites
+
+    def _inline_site(self, cu, die, name: str, ranges) -> FunctionSite:
+        entry = die.attributes.get("DW_AT_entry_pc")
+        low, high = ranges[0]
+        # DWARF 5 allows entry_pc as an offset from the low address.
+        pc = low if entry is None else (entry.value if entry.form == "DW_FORM_addr"
+                                        else low + entry.value)
+        origin = self._dwarf.die_at(_reference(die, "DW_AT_abstract_origin"))
+        file_attr = origin.attributes.get("DW_AT_decl_file")
+        line_attr = origin.attributes.get("DW_AT_decl_line")
+        return FunctionSite(name=name, low_pc=low, high_pc=high, probe_address=pc,
+                            decl_file=self._decl_file(cu, file_attr.value) if file_attr else None,
+                            decl_line=line_attr.value if line_attr else None)
 
     def _symbols_named(self, name: str, kind: SymbolKind):
         # GCC suffixes clones and function-level statics: f.constprop.0, counter.1
@@ -393,6 +437,19 @@ class ModuleDebugInfo:
         saturated = len(hits) >= _SEARCH_LIMIT or len(str_offsets) >= 16
         rest = [off for off in index.cu_offsets() if off not in seen] if saturated else []
         return seen + rest
+
+
+_FULL_SCAN_LIMIT = 2 << 20          # bytes of .debug_info a DIE walk may cover
+_CU_RELATIVE_REFS = ("DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM_ref8",
+                     "DW_FORM_ref_udata")
+
+
+def _reference(die, name: str) -> int | None:
+    """The absolute .debug_info offset a reference attribute points at."""
+    attr = die.attributes.get(name)
+    if attr is None:
+        return None
+    return attr.value + die.cu.cu_offset if attr.form in _CU_RELATIVE_REFS else attr.value
 
 
 def _resolve_entry_value(var: VisibleVariable, written: frozenset[str]) -> VisibleVariable:
