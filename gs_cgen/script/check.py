@@ -18,6 +18,9 @@ from gs_cgen.script import ast
 
 def check(script: ast.Script) -> None:
     """Raise ScriptError for the first scoping or print-argument problem."""
+    if not script.traces:
+        raise ScriptError("the script has no trace blocks",
+                          hints=('write e.g. trace main { print "hit"; }',))
     for trace in script.traces:
         # Each trace block is independent: its variables die with it.
         _check_block(trace.body, _Scope(visible=frozenset()))

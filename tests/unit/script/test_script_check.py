@@ -141,3 +141,12 @@ def test_length_variable_out_of_scope():
 def test_counts_checked_inside_nested_blocks():
     with pytest.raises(ScriptError, match="expects 1 argument but 0"):
         ok('trace f { if a { } else if b { print "{}"; } }')
+
+
+def test_a_script_without_trace_blocks_is_an_error():
+    from gs_cgen.errors import ScriptError
+    from gs_cgen.script.check import check
+    from gs_cgen.script.parser import parse
+    import pytest
+    with pytest.raises(ScriptError, match="the script has no trace blocks"):
+        check(parse("// only a comment\n"))
