@@ -74,8 +74,28 @@ class UnsupportedLocation:
     reason: str
 
 
+@dataclass(frozen=True)
+class ValueExpression:
+    """A value computed from registers and constants (a DWARF expression
+    translated to a tree): ("const", n), ("reg", dwarf_reg, offset),
+    (op, left, right) for + - * & | ^ << >> >>a /, ("~", x), ("neg", x)."""
+
+    tree: tuple
+
+
+@dataclass(frozen=True)
+class CallSiteValue:
+    """A parameter's entry value taken from the caller's call site
+    (DW_TAG_call_site_parameter / DW_AT_call_value): the probe reads its
+    return address at `return_address` and picks the case whose
+    `return_pc` (module address) matches; no match is optimized out."""
+
+    return_address: AtRegisterOffset
+    cases: tuple[tuple[int, ValueExpression], ...]
+
+
 VariableLocation = (InRegister | AtRegisterOffset | AtAddress | ImplicitValue
-                    | OptimizedOut | UnsupportedLocation)
+                    | CallSiteValue | OptimizedOut | UnsupportedLocation)
 
 
 def describe_location(location: VariableLocation) -> str:
@@ -91,6 +111,9 @@ def describe_location(location: VariableLocation) -> str:
             return f"static 0x{addr:x}"
         case ImplicitValue(value):
             return f"constant {value}"
+        case CallSiteValue(cases=cases):
+            pcs = ", ".join(f"0x{pc:x}" for pc, _ in cases)
+            return f"entry value from the caller's call site (returns to {pcs})"
         case OptimizedOut(reason):
             return f"optimized out ({reason})"
         case UnsupportedLocation(reason):

@@ -12,13 +12,15 @@ import os
 import struct
 
 from gs_cgen.dwarf.cache import open_index_cache
+from gs_cgen.dwarf.callsites import call_site_values
 from gs_cgen.dwarf.code import check_instruction_boundary, registers_written
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
-from gs_cgen.dwarf.model import (EntryValue, InRegister, OptimizedOut, register_name,
+from gs_cgen.dwarf.model import (AtRegisterOffset, CallSiteValue, EntryValue, InRegister,
+                                 OptimizedOut, VariableLocation, register_name,
                                  CodeLocation, FunctionSite, GlobalVariable, LineSite, LoadSegment,
                                  UnsupportedLocation, VisibleVariable)
 from gs_cgen.dwarf.scopes import ScopeContext, visible_variables
@@ -303,7 +305,24 @@ class ModuleDebugInfo:
         if not any(isinstance(v.location, EntryValue) for v in found):
             return found
         written = registers_written(self._elf, hit[1].ranges)
-        return [_resolve_entry_value(v, written) for v in found]
+        return [dataclasses.replace(v, location=self._entry_value(hit, pc, v.location, written))
+                if isinstance(v.location, EntryValue) else v for v in found]
+
+    def _entry_value(self, hit, pc: int, entry: EntryValue, written) -> VariableLocation:
+        """The register itself when the function never writes it; else the
+        caller's DW_AT_call_value, chosen at run time by return address."""
+        reg, name = entry.dwarf_register, register_name(entry.dwarf_register)
+        if reg <= 16 and name not in written:
+            return InRegister(reg)
+        cu, function = hit
+        die = self._dwarf.die_at(function.die_offset)
+        callee = {function.die_offset, _reference(die, "DW_AT_abstract_origin")} - {None}
+        cases = call_site_values(cu, callee, reg, _reference, written)
+        cfa = self._cfa_at(pc)
+        if cases and isinstance(cfa, tuple):
+            return CallSiteValue(AtRegisterOffset(cfa[0], cfa[1] - 8), tuple(cases))
+        return OptimizedOut(f"entry value of {name}, which this function overwrites, and no "
+                            "call site says how it was computed")
 
     def find_global(self, name: str) -> GlobalVariable | None:
         """A global, file-scope static or function-level static."""
@@ -450,20 +469,6 @@ def _reference(die, name: str) -> int | None:
     if attr is None:
         return None
     return attr.value + die.cu.cu_offset if attr.form in _CU_RELATIVE_REFS else attr.value
-
-
-def _resolve_entry_value(var: VisibleVariable, written: frozenset[str]) -> VisibleVariable:
-    """A register the function never writes (nor lets a call clobber)
-    still holds its entry value at every PC of the function."""
-    if not isinstance(var.location, EntryValue):
-        return var
-    reg = var.location.dwarf_register
-    name = register_name(reg)
-    if name in written or reg > 16:
-        location = OptimizedOut(f"entry value of {name}, which this function overwrites")
-    else:
-        location = InRegister(reg)
-    return dataclasses.replace(var, location=location)
 
 
 def _function_covering(functions, address: int) -> FunctionEntry | None:

@@ -9,7 +9,7 @@ from gs_cgen.emit import c
 from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
-from gs_cgen.plan.model import (BacktraceCapture, ConditionCapture, DumpCapture, EventTransport, IfStep,
+from gs_cgen.plan.model import (BacktraceCapture, DumpCapture, EventTransport, IfStep,
                                 MemoryCapture, NoCapture, Plan, PrintStep, ProbePlan,
                                 ScalarCapture, Step, StringCapture, ValueSlot,
                                 capture_scalars)

@@ -42,11 +42,32 @@ def emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
             return _bytes_equal(w, node, fail)
         case ir.MemoryEqual():
             return _memory_equal(w, node, fail)
+        case ir.CallSiteSelect():
+            return _call_site_select(w, node, fail)
         case ir.Fail(status, reason):
             w.line(c.comment(reason))
             _jump(w, status, "0", fail)
             return "0"
     raise TypeError(node)
+
+
+def _call_site_select(w: CWriter, node: ir.CallSiteSelect, fail: str) -> str:
+    """Which call site are we in? Compare the return address, made
+    module-relative with the bias regs->ip - probe address."""
+    return_address = emit_scalar(w, node.return_address, fail)
+    ip = emit_scalar(w, ir.ir_register_ip(), fail)
+    site = w.fresh("site")
+    result = w.fresh("entry")
+    w.line(f"__u64 {site} = {return_address} - ({ip} - {c.u64_literal(node.probe_address)});")
+    w.line(f"__u64 {result} = 0;")
+    opener = "if"
+    for return_pc, value in node.cases:
+        with w.block(f"{opener} ({site} == {c.u64_literal(return_pc)})"):
+            w.line(f"{result} = {emit_scalar(w, value, fail)};")
+        opener = "else if"
+    with w.block("else"):
+        _jump(w, "GS_STATUS_OPTIMIZED_OUT", "0", fail)
+    return result
 
 
 def _jump(w: CWriter, status: str, address: str, fail: str) -> None:

@@ -98,7 +98,7 @@ class _ProbeBuilder:
         where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
         self.exprs = ExprPlanner(self.module, self.modules, visible, where,
                                  self.options.input_pid, abi().constants["GS_COMPARE_CAP"],
-                                 self.text)
+                                 self.text, self.site.address)
 
     def build(self) -> ProbePlan:
         steps = self._block(self.block.body)

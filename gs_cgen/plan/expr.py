@@ -6,7 +6,8 @@ follow C (plan/arith.py); pointer arithmetic scales by the pointee size.
 """
 from __future__ import annotations
 
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister,
+from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, ImplicitValue,
+                                 InRegister,
                                  OptimizedOut, UnsupportedLocation, VariableLocation,
                                  register_name)
 from gs_cgen.dwarf.types import (ArrayType, CType, FloatType, FunctionType, PointerType,
@@ -35,8 +36,9 @@ class ExprPlanner:
     """Plans expressions for one probe site; `scopes` holds `let` aliases."""
 
     def __init__(self, module, modules, visible: dict, where: str, input_pid: int | None,
-                 compare_cap: int, source_text: str) -> None:
+                 compare_cap: int, source_text: str, probe_address: int = 0) -> None:
         self.module, self.modules, self.visible, self.where = module, modules, visible, where
+        self.probe_address = probe_address
         self.source_text = source_text
         self.input_pid, self.compare_cap = input_pid, compare_cap
         self.scopes: list[dict[str, ir.Place]] = [{}]
@@ -123,11 +125,24 @@ class ExprPlanner:
                 return ir.MemoryPlace(self.static_address(address), ctype)
             case ImplicitValue(value):
                 return ir.ValuePlace(_narrow(ir.Const(value), ctype), ctype)
+            case CallSiteValue(return_address=ra, cases=cases):
+                return self._call_site_place(ra, cases, ctype)
             case OptimizedOut(reason):
                 return ir.UnavailablePlace(ctype, reason, True)
             case UnsupportedLocation(reason):
                 return ir.UnavailablePlace(ctype, f"unsupported location: {reason}", False)
         raise TypeError(location)
+
+    def _call_site_place(self, ra: AtRegisterOffset, cases, ctype: CType) -> ir.Place:
+        base = PT_REGS_FIELD.get(register_name(ra.dwarf_register))
+        values = [(pc, _value_expression(expr.tree)) for pc, expr in cases]
+        if base is None or any(v is None for _, v in values):
+            return ir.UnavailablePlace(ctype, "entry value needs a register a uprobe "
+                                       "cannot read", False)
+        address = ir.BinaryOp("+", ir.RegisterValue(base), ir.Const(ra.offset), False)
+        select = ir.CallSiteSelect(ir.Load(address, 8, False), self.probe_address,
+                                   tuple(values))
+        return ir.ValuePlace(_narrow(select, ctype), ctype)
 
     # ----------------------------------------------------- member / index
     def _member(self, expr: ast.Member) -> ir.Place:
@@ -343,6 +358,31 @@ class ExprPlanner:
             return ir.NonNull(pointer)
         raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not a pointer or "
                         "array", expr.span)
+
+
+_TREE_OPS = {"+": ("+", False), "-": ("-", False), "*": ("*", False), "&": ("&", False),
+             "|": ("|", False), "^": ("^", False), "<<": ("<<", False), ">>": (">>", False),
+             ">>a": (">>", True)}
+
+
+def _value_expression(tree: tuple) -> ir.Scalar | None:
+    """A dwarf ValueExpression tree as IR (64-bit, DWARF's generic type)."""
+    kind = tree[0]
+    if kind == "const":
+        return ir.Const(tree[1])
+    if kind == "reg":
+        field = PT_REGS_FIELD.get(register_name(tree[1]))
+        if field is None:
+            return None
+        return ir.BinaryOp("+", ir.RegisterValue(field), ir.Const(tree[2]), False)
+    if kind in ("~", "neg"):
+        operand = _value_expression(tree[1])
+        return None if operand is None else ir.UnaryOp("~" if kind == "~" else "-", operand)
+    left, right = _value_expression(tree[1]), _value_expression(tree[2])
+    if left is None or right is None or kind not in _TREE_OPS:
+        return None
+    op, signed = _TREE_OPS[kind]
+    return ir.BinaryOp(op, left, right, signed)
 
 
 def _member_place(address: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:

@@ -178,14 +178,22 @@ def scalar_children(node: Scalar) -> tuple[Scalar, ...]:
             return (s,)
         case NonNull(pointer=p):
             return (p,)
+        case CallSiteSelect(return_address=ra, cases=cases):
+            return (ra, ir_register_ip(), *(value for _, value in cases))
         case MemoryEqual(left=l, right=r, length=n):
             return (l, r, n)
     return ()
 
 
+def ir_register_ip() -> RegisterValue:
+    """regs->ip: the probed instruction when a uprobe handler runs."""
+    return RegisterValue("ip")
+
+
 def can_fail(node: Scalar) -> bool:
     """Whether evaluating `node` may read memory or miss module offsets."""
-    if isinstance(node, (Load, ModuleAddress, BytesEqual, MemoryEqual, NonNull, Fail)):
+    if isinstance(node, (Load, ModuleAddress, BytesEqual, MemoryEqual, NonNull, Fail,
+                         CallSiteSelect)):
         return True
     if isinstance(node, BinaryOp) and node.op in ("/", "%"):
         return True
@@ -208,4 +216,15 @@ class Fail:
     reason: str
 
 
-Scalar = Scalar | NonNull | Fail
+@dataclass(frozen=True)
+class CallSiteSelect:
+    """A parameter's entry value chosen by where the probed function will
+    return: the return address (read at `return_address`) minus the
+    module's load bias (regs->ip - `probe_address`) names the call site."""
+
+    return_address: "Scalar"
+    probe_address: int
+    cases: tuple[tuple[int, "Scalar"], ...]
+
+
+Scalar = Scalar | NonNull | Fail | CallSiteSelect

@@ -9,12 +9,15 @@ import pytest
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.code import canonical_register
-from gs_cgen.dwarf.model import EntryValue, InRegister, OptimizedOut, VariableKind, VisibleVariable
-from gs_cgen.dwarf.module import _resolve_entry_value
+from collections import namedtuple
+
+from gs_cgen.dwarf.callsites import translate_value
+from gs_cgen.dwarf.model import CallSiteValue, InRegister, ValueExpression
 from gs_cgen.dwarf.types import IntType
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "entry_values.c"
 INT = IntType("int", 4, True)
+Op = namedtuple("Op", "op_name args")
 
 
 @pytest.mark.parametrize("name, full", [
@@ -25,14 +28,18 @@ def test_canonical_register(name, full):
     assert canonical_register(name) == full
 
 
-def test_untouched_register_keeps_its_entry_value():
-    var = VisibleVariable("a", INT, EntryValue(5), VariableKind.PARAMETER)
-    assert _resolve_entry_value(var, frozenset({"rax"})).location == InRegister(5)
-    gone = _resolve_entry_value(var, frozenset({"rdi"})).location
-    assert gone == OptimizedOut("entry value of rdi, which this function overwrites")
+def test_call_value_programs_translate_to_trees():
+    ops = [Op("DW_OP_breg12", [-1]), Op("DW_OP_lit7", []), Op("DW_OP_mul", []),
+           Op("DW_OP_plus_uconst", [2])]
+    assert translate_value(ops, frozenset()) == ValueExpression(
+        ("+", ("*", ("reg", 12, -1), ("const", 7)), ("const", 2)))
+    # r12 rewritten by the callee, or a caller-saved register: unknowable
+    assert translate_value(ops, frozenset({"r12"})) is None
+    assert translate_value([Op("DW_OP_breg5", [0])], frozenset()) is None
+    assert translate_value([Op("DW_OP_deref", [])], frozenset()) is None
 
 
-def test_entry_value_after_the_loop_is_optimized_out(tmp_path):
+def test_entry_value_after_the_loop_comes_from_the_call_site(tmp_path):
     binary = tmp_path / "entry_values"
     subprocess.run(["gcc", "-g", "-O2", "-fPIE", "-pie", "-o", str(binary), str(FIXTURE)],
                    check=True)
@@ -41,7 +48,8 @@ def test_entry_value_after_the_loop_is_optimized_out(tmp_path):
                 if "g += s;" in text)
     (site,) = module.find_lines(FIXTURE.name, line)
     variables = {v.name: v for v in module.variables_at(site.address)}
-    # gdb 13 shows a=a@entry from the caller's call-site value; the register
-    # itself was rewritten by the loop (add %ecx,%edi), so we must not read it.
-    assert isinstance(variables["a"].location, OptimizedOut)
+    # The loop rewrote edi (add %ecx,%edi), so the register is useless; gdb 13
+    # shows a=a@entry=N from main's DW_AT_call_value, and so do we.
+    location = variables["a"].location
+    assert isinstance(location, CallSiteValue) and len(location.cases) == 1
     assert variables["b"].location == InRegister(4)

@@ -1,0 +1,91 @@
+"""Entry values from call sites (DWARF 5 section 3.4.2): when a callee has
+overwritten the register a parameter arrived in, the caller's
+DW_TAG_call_site_parameter often says how it computed the argument
+(DW_AT_call_value), in terms of registers the callee never touches. gdb
+prints such values as `a=a@entry=3`."""
+from __future__ import annotations
+
+from elftools.dwarf.dwarf_expr import DWARFExprParser
+
+from gs_cgen.dwarf.model import ValueExpression
+
+_CALL_SITE_TAGS = ("DW_TAG_call_site", "DW_TAG_GNU_call_site")
+_PARAMETER_TAGS = ("DW_TAG_call_site_parameter", "DW_TAG_GNU_call_site_parameter")
+_ORIGIN_ATTRS = ("DW_AT_call_origin", "DW_AT_abstract_origin")
+_VALUE_ATTRS = ("DW_AT_call_value", "DW_AT_GNU_call_site_value")
+_RETURN_PC_ATTRS = ("DW_AT_call_return_pc", "DW_AT_low_pc")
+_BINARY = {"DW_OP_plus": "+", "DW_OP_minus": "-", "DW_OP_mul": "*", "DW_OP_and": "&",
+           "DW_OP_or": "|", "DW_OP_xor": "^", "DW_OP_shl": "<<", "DW_OP_shr": ">>",
+           "DW_OP_shra": ">>a"}
+_UNARY = {"DW_OP_not": "~", "DW_OP_neg": "neg"}
+# Registers a callee must preserve (System V x86-64): rbx, rbp, r12-r15.
+CALLEE_SAVED = frozenset({3, 6, 12, 13, 14, 15})
+
+
+def call_site_values(cu, callee_offsets: set[int], register: int, reference, written) -> \
+        list[tuple[int, ValueExpression]]:
+    """(return_pc, value) for every call of the callee in `cu` that says
+    how it computed the argument passed in `register`. `reference(die,
+    attr)` resolves DIE references; `written` holds the callee's written
+    register names, whose caller values are gone."""
+    parser = DWARFExprParser(cu.structs)
+    found = []
+    for die in cu.iter_DIEs():
+        if die.tag not in _CALL_SITE_TAGS:
+            continue
+        if not any(reference(die, a) in callee_offsets for a in _ORIGIN_ATTRS):
+            continue
+        return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS
+                          if a in die.attributes), None)
+        value = _argument(die, register, parser, written)
+        if return_pc is not None and value is not None:
+            found.append((return_pc, value))
+    return found
+
+
+def _argument(call_site, register: int, parser, written) -> ValueExpression | None:
+    for param in call_site.iter_children():
+        if param.tag not in _PARAMETER_TAGS or "DW_AT_location" not in param.attributes:
+            continue
+        where = parser.parse_expr(param.attributes["DW_AT_location"].value)
+        if [op.op_name for op in where] != [f"DW_OP_reg{register}"]:
+            continue
+        value_attr = next((param.attributes[a] for a in _VALUE_ATTRS if a in param.attributes),
+                          None)
+        if value_attr is None:
+            return None
+        return translate_value(parser.parse_expr(value_attr.value), written)
+    return None
+
+
+def translate_value(ops, written) -> ValueExpression | None:
+    """Symbolically run a DWARF stack program over 64-bit values; None when
+    it uses anything the probe cannot know at the callee's PC."""
+    from gs_cgen.dwarf.model import register_name  # noqa: PLC0415
+    stack: list[tuple] = []
+    try:
+        for op in ops:
+            name = op.op_name
+            if name.startswith("DW_OP_lit"):
+                stack.append(("const", int(name[len("DW_OP_lit"):])))
+            elif name.startswith("DW_OP_const"):
+                stack.append(("const", op.args[0]))
+            elif name.startswith("DW_OP_breg") and name != "DW_OP_bregx":
+                reg = int(name[len("DW_OP_breg"):])
+                if reg not in CALLEE_SAVED or register_name(reg) in written:
+                    return None
+                stack.append(("reg", reg, op.args[0]))
+            elif name == "DW_OP_plus_uconst":
+                stack.append(("+", stack.pop(), ("const", op.args[0])))
+            elif name in _BINARY:
+                right, left = stack.pop(), stack.pop()
+                stack.append((_BINARY[name], left, right))
+            elif name in _UNARY:
+                stack.append((_UNARY[name], stack.pop()))
+            elif name == "DW_OP_stack_value":
+                continue
+            else:
+                return None
+    except IndexError:
+        return None
+    return ValueExpression(stack[-1]) if len(stack) == 1 else None

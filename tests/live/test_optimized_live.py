@@ -1,0 +1,21 @@
+"""-O2 code: a parameter whose register the function overwrote is read
+from the caller's call-site description (gdb: `a=a@entry=N`)."""
+from __future__ import annotations
+
+from tests.live.conftest import FIXTURES, compile_fixture, gs_cgen
+
+
+def test_entry_value_from_the_call_site(build_dir, start_target):
+    binary = compile_fixture(build_dir, "entry_values.c", "-g -O2 -fPIE -pie")
+    target = start_target(binary)
+    line = next(n for n, text in enumerate((FIXTURES / "entry_values.c").read_text()
+                                            .splitlines(), 1) if "g += s;" in text)
+    result = gs_cgen("trace", "-p", str(target.pid), "-s",
+                     f'trace entry_values.c:{line} {{ print "{{}} {{}} {{}}", a, b, s; }}',
+                     "--max-events", "5", "--output", "plain")
+    assert result.returncode == 0, result.stderr
+    for text in result.stdout.splitlines():
+        a, b, s = text.split(" ", 2)
+        # main calls work(i % 7 + 1, i * 100L, &p): a follows from b
+        assert int(a) == int(b) // 100 % 7 + 1, text
+        assert s == "<OPTIMIZED_OUT>"            # gdb: s = <optimized out>
