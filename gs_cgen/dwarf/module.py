@@ -409,7 +409,6 @@ class ModuleDebugInfo:
     def find_type(self, name: str) -> CType | None:
         """A named type: `int`, `struct point`, `point_t`, `struct point *`."""
         self.require_debug_info()
-        stars = len(name) - len(name.rstrip(" *"))
         base = name.rstrip(" *").strip()
         keyword, _, rest = base.partition(" ")
         if keyword in _TYPE_TAGS and rest:

@@ -11,8 +11,7 @@ from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (BacktraceCapture, DumpCapture, EventTransport, IfStep,
                                 MemoryCapture, NoCapture, Plan, PrintStep, ProbePlan,
-                                ScalarCapture, Step, StringCapture, ValueSlot,
-                                capture_scalars)
+                                ScalarCapture, Step, StringCapture, ValueSlot)
 
 _HERE = Path(__file__).resolve().parent
 _ASSERTED_STRUCTS = ("gs_event_hdr", "proc_module_key", "proc_module_offsets_value")
@@ -147,21 +146,14 @@ def _own_module_fallback(w: CWriter, probe: ProbePlan, cookie: int) -> None:
 
 
 def _module_cookies(probe: ProbePlan) -> list[int]:
-    return sorted({node.cookie for node in _scalar_nodes(probe)
+    return sorted({node.cookie for node in probe.scalar_nodes()
                    if isinstance(node, ir.ModuleAddress)})
 
 
 def _registers(probe: ProbePlan) -> list[str]:
-    return sorted({node.register for node in _scalar_nodes(probe)
+    return sorted({node.register for node in probe.scalar_nodes()
                    if isinstance(node, ir.RegisterValue)})
 
-
-def _scalar_nodes(probe: ProbePlan):
-    pending = [v for slot in probe.slots for v in capture_scalars(slot.capture)]
-    while pending:
-        node = pending.pop()
-        yield node
-        pending.extend(ir.scalar_children(node))
 
 
 def _emit_step(w: CWriter, probe: ProbePlan, step: Step) -> None:

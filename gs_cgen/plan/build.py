@@ -15,8 +15,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Condit
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep,
                                 MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
-                                SlotRef, Step, StringCapture, ValueSlot, capture_scalars,
-                                module_cookie)
+                                SlotRef, Step, StringCapture, ValueSlot, module_cookie)
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.script import ast
@@ -51,7 +50,7 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
 def _referenced_modules(probes: list[ProbePlan], modules: ModuleSet) -> tuple[ModuleRef, ...]:
     """Modules whose globals the probes read, or that hold a probe: the
     runtime fills load offsets for exactly these."""
-    cookies = {node.cookie for probe in probes for node in _scalar_nodes(probe)
+    cookies = {node.cookie for probe in probes for node in probe.scalar_nodes()
                if isinstance(node, ir.ModuleAddress)}
     refs = {}
     for module in modules.opened():
@@ -61,13 +60,6 @@ def _referenced_modules(probes: list[ProbePlan], modules: ModuleSet) -> tuple[Mo
             refs[module.path] = ModuleRef(module.path, cookie, tuple(module.segments))
     return tuple(refs.values())
 
-
-def _scalar_nodes(probe: ProbePlan):
-    pending = [v for slot in probe.slots for v in capture_scalars(slot.capture)]
-    while pending:
-        node = pending.pop()
-        yield node
-        pending.extend(ir.scalar_children(node))
 
 
 @dataclass

@@ -7,6 +7,7 @@ status and the failing address, never a plausible number.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gs_cgen.dwarf.types import CType
@@ -183,6 +184,15 @@ def scalar_children(node: Scalar) -> tuple[Scalar, ...]:
         case MemoryEqual(left=l, right=r, length=n):
             return (l, r, n)
     return ()
+
+
+def walk(roots) -> "Iterator[Scalar]":
+    """Every node of the given scalar trees, each root and its descendants."""
+    pending = list(roots)
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(scalar_children(node))
 
 
 def ir_register_ip() -> RegisterValue:

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from gs_cgen.dwarf.model import LoadSegment
 from gs_cgen.dwarf.types import CType
-from gs_cgen.plan.ir import Scalar
+from gs_cgen.plan.ir import Scalar, walk
 from gs_cgen.script.ast import FormatKind
 from gs_cgen.source import SourceSpan
 
@@ -229,6 +229,10 @@ class ProbePlan:
     bitmap_offset: int
     bitmap_words: int
     event_size: int
+
+    def scalar_nodes(self):
+        """Every IR node any capture of this probe evaluates."""
+        return walk(v for slot in self.slots for v in capture_scalars(slot.capture))
 
     @cached_property
     def slot_line_masks(self) -> tuple[int, ...]:

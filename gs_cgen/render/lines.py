@@ -6,7 +6,7 @@ import json
 
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan import ir
-from gs_cgen.plan.model import (BacktraceLine, DumpRef, ExprErrorLine, ExprLine, FormatLine, ProbePlan,
+from gs_cgen.plan.model import (BacktraceLine, DumpRef, capture_scalars, ExprErrorLine, ExprLine, FormatLine, ProbePlan,
                                 SlotRef)
 from gs_cgen.render.decode import Backtrace, Dump, Event, ValueStatus
 from gs_cgen.render.values import ErrorValue
@@ -57,14 +57,8 @@ def _line_slots(line) -> list[int]:
 
 
 def _calls_builtin(capture) -> bool:
-    pending = [getattr(capture, "value", None)]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ir.BytesEqual, ir.MemoryEqual)):
-            return True
-        if node is not None:
-            pending.extend(ir.scalar_children(node))
-    return False
+    return any(isinstance(node, (ir.BytesEqual, ir.MemoryEqual))
+               for node in ir.walk(capture_scalars(capture)))
 
 
 def _backtrace(value, pid: int, resolve_frame) -> list[str]:
