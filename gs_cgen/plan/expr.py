@@ -156,6 +156,8 @@ class ExprPlanner:
         if not isinstance(struct, StructType):
             raise PlanError(f"'{self._text(expr.base)}' has type '{type_name(ctype)}', "
                             f"which has no member '{expr.field}'", expr.span)
+        if isinstance(base, ir.ValuePlace) and struct.size <= 8:
+            return _register_member(base.value, struct, expr)
         if not isinstance(base, ir.MemoryPlace):
             raise UnsupportedError("not supported yet: members of a struct held in registers",
                                    expr.span)
@@ -383,6 +385,24 @@ def _value_expression(tree: tuple) -> ir.Scalar | None:
         return None
     op, signed = _TREE_OPS[kind]
     return ir.BinaryOp(op, left, right, signed)
+
+
+def _register_member(value: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:
+    """A member of a small struct passed in a register (SysV passes structs
+    up to 8 bytes in one): its bytes are bits of the register."""
+    found = _find_member(struct, expr.field, 0)
+    if found is None:
+        names = [m.name for m in struct.members if m.name]
+        raise PlanError(f"{type_name(struct)} has no member '{expr.field}'", expr.span,
+                        candidates=nearest(expr.field, names))
+    member, offset = found
+    if not arith.is_integer(member.type) and not arith.is_pointer(member.type):
+        raise UnsupportedError("not supported yet: non-integer members of a struct held in "
+                               "a register", expr.span)
+    bit_offset = 8 * offset + (member.bit_offset or 0)
+    bit_size = member.bit_size or 8 * type_size(member.type)
+    field = ir.BitField(value, bit_offset, bit_size, arith.signedness(member.type))
+    return ir.ValuePlace(field, member.type)
 
 
 def _member_place(address: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:

@@ -19,3 +19,18 @@ def test_entry_value_from_the_call_site(build_dir, start_target):
         # main calls work(i % 7 + 1, i * 100L, &p): a follows from b
         assert int(a) == int(b) // 100 % 7 + 1, text
         assert s == "<OPTIMIZED_OUT>"            # gdb: s = <optimized out>
+
+
+def test_members_of_a_struct_passed_in_a_register(build_dir, start_target):
+    binary = compile_fixture(build_dir, "struct_in_register.c", "-g -O2 -fPIE -pie")
+    target = start_target(binary)
+    result = gs_cgen("trace", "-p", str(target.pid), "-s",
+                     'trace take { print p; print "{} {} {} {}", p.x, p.y, p.z, k; }',
+                     "--max-events", "3", "--output", "plain")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for whole, members in zip(lines[::2], lines[1::2]):
+        x, y, z, k = map(int, members.split())
+        # main: p = { -7 - i % 3, -300, 200 }, k = i % 5 (gdb: p = {x = -8, y = -300, z = 200})
+        assert (y, z) == (-300, 200) and x in (-7, -8, -9) and 0 <= k <= 4
+        assert whole == f"p = pt {{ x: {x}, y: -300, z: 200 }}"
