@@ -85,7 +85,7 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         probe = probes.get(header["probe_id"])
         if probe is not None and sink(decode(raw, probe), probe):
             rendered += 1
-        return not stop.raised
+        return True
 
     def should_stop() -> bool:
         sys.stdout.flush()       # once per poll batch, not per event

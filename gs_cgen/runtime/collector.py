@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 LOSS_REPORT_INTERVAL_S = 2.0
+# At the end, events already in the ring are still rendered, for this long
+# at most (a target still flooding the ring must not keep us alive).
+DRAIN_SECONDS = 2.0
 
 
 @dataclass
@@ -43,8 +46,14 @@ def collect(session, on_event: Callable[[bytes], None], should_stop: Callable[[]
             if new := losses.unreported(time.monotonic()):
                 on_loss(new)
     finally:
-        session.poll(0)          # drain what is already in the ring
+        _drain(session)
         losses.kernel_lost = session.lost_events()
         if new := losses.unreported(time.monotonic(), force=True):
             on_loss(new)
     return losses
+
+
+def _drain(session) -> None:
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while session.poll(0) and time.monotonic() < deadline:
+        pass

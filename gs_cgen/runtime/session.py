@@ -165,7 +165,9 @@ class TraceSession:
                                    page_cnt=abi().constants["GS_PERF_PAGES"],
                                    lost_cb=lambda count: None)
 
-    def poll(self, timeout_ms: int) -> None:
+    def poll(self, timeout_ms: int) -> bool:
+        """Handle ready events; True when the batch limit cut it short (more
+        may be waiting)."""
         self.batch = 0
         if self.plan.transport is EventTransport.RINGBUF:
             self.bpf.ring_buffer_poll(timeout_ms)
@@ -174,6 +176,7 @@ class TraceSession:
         if self.callback_error is not None:
             error, self.callback_error = self.callback_error, None
             raise error
+        return self.batch >= POLL_BATCH
 
 
 _U64 = 0xFFFF_FFFF_FFFF_FFFF

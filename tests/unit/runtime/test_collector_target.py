@@ -20,6 +20,7 @@ class FakeSession:
         self.on_event(b"x")
         if self.lost_sequence:
             self.lost = self.lost_sequence.pop(0)
+        return False
 
     def lost_events(self):
         return self.lost
