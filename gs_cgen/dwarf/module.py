@@ -176,7 +176,8 @@ class ModuleDebugInfo:
             die = self._dwarf.die_at(offset)
             if "DW_AT_abstract_origin" in die.attributes or "DW_AT_inline" in die.attributes:
                 cus[die.cu.cu_offset] = die.cu
-        if not out_of_line and self._elf.section(".debug_info").size <= _FULL_SCAN_LIMIT:
+        info = self._debug_elf.section(".debug_info") if self._debug_elf else None
+        if not out_of_line and info is not None and info.size <= _FULL_SCAN_LIMIT:
             cus = {off: self._dwarf.cu_at(off) for off in self._dwarf.cu_offsets()}
         return [site for cu in cus.values() for site in self._inlined_in(cu, name)]
 

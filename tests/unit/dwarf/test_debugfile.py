@@ -140,3 +140,11 @@ def test_no_build_id_nor_debuglink_says_so(binaries):
     build_id = module.build_id
     assert err.value.hints == (f"separate debug info searched: {debugfile.DEBUG_ROOTS[0]}/.build-id/"
                                f"{build_id[:2]}/{build_id[2:]}.debug",)
+
+
+def test_unknown_function_with_separate_debug_info_is_a_clean_error(split, tmp_path):
+    full, debug = split["O0"]
+    shutil.copy(debug, tmp_path / debug.name)
+    module = ModuleDebugInfo(_stripped(full, tmp_path / "prog", debuglink=tmp_path / debug.name))
+    with pytest.raises(DebugInfoError, match="no function 'no_such_function'"):
+        module.find_functions("no_such_function")
