@@ -2,13 +2,20 @@
 # Both install what they need first (scripts/setup.sh, idempotent, root).
 PY := .venv/bin/python
 
-.PHONY: setup test unit demo clean
+.PHONY: setup test test-oldest unit demo clean
 
 setup:
 	bash scripts/setup.sh
 
 test: setup
+	.venv/bin/gs-cgen --version
 	CI=$${CI:-} $(PY) -m pytest -q tests
+
+# The same suite on the oldest releases pyproject.toml allows (own venv).
+test-oldest:
+	GS_CGEN_CONSTRAINTS=constraints-oldest.txt GS_CGEN_VENV=.venv-oldest bash scripts/setup.sh
+	.venv-oldest/bin/gs-cgen --version
+	CI=$${CI:-} .venv-oldest/bin/python -m pytest -q tests
 
 unit: setup
 	$(PY) -m pytest -q tests/unit

@@ -15,11 +15,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from pycparser import c_ast, c_parser
-from pycparser.plyparser import ParseError
+from pycparser.c_parser import ParseError  # pycparser 2.x and 3.x both export it here
 
 from gs_cgen.errors import GsError
 
-HEADER_PATH = Path(__file__).resolve().parent.parent / "bpf_headers" / "gs_abi.h"
+# gs_cgen/bpf_headers links to the repository's bpf_headers/ and is package data.
+HEADER_PATH = Path(__file__).resolve().parent / "bpf_headers" / "gs_abi.h"
 
 # The kernel's fixed-width types, so pycparser knows their sizes.
 _PRELUDE = """

@@ -22,7 +22,17 @@ class _ScriptSource:
         self.text, self.name = text, name
 
 
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from gs_cgen.versions import version_report  # noqa: PLC0415
+    click.echo(version_report())
+    ctx.exit(0)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Print the versions of gs-cgen and its dependencies.")
 def cli() -> None:
     """gs-cgen: trace a live process at a function or source line and print
     its variables, typed and read from DWARF, through eBPF uprobes."""

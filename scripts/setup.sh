@@ -39,12 +39,23 @@ if ! mountpoint -q /sys/kernel/tracing; then
     mount -t tracefs nodev /sys/kernel/tracing
 fi
 
-# The venv sees Debian's python3-bpfcc through system site packages.
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import bcc' >/dev/null 2>&1; then
-    rm -rf .venv
-    /usr/bin/python3 -m venv --system-site-packages .venv
+# The venv sees Debian's python3-bpfcc through system site packages (BCC
+# only: every PyPI dependency is installed into the venv, at the versions of
+# the constraints file, whatever the machine happens to have).
+venv="${GS_CGEN_VENV:-.venv}"
+constraints="${GS_CGEN_CONSTRAINTS:-constraints.txt}"
+if [ ! -x "$venv"/bin/python ] || ! "$venv"/bin/python -c 'import bcc' >/dev/null 2>&1; then
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
 fi
-if ! .venv/bin/python -c 'import gs_cgen, lark, elftools, click, rich, pycparser, pytest' >/dev/null 2>&1; then
-    .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+stamp="$venv/.gs-cgen-installed"
+want="$(sha256sum pyproject.toml "$constraints" | sha256sum | cut -c1-16)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || \
+        ! "$venv"/bin/python -c 'import gs_cgen.cli, lark, elftools, click, rich, pycparser, capstone, pytest' >/dev/null 2>&1; then
+    # --ignore-installed: a system-site copy of a dependency must not stand
+    # in for the pinned one.
+    "$venv"/bin/pip install -q --disable-pip-version-check --no-cache-dir --ignore-installed \
+        -c "$constraints" -e '.[test]'
+    echo "$want" > "$stamp"
 fi
-echo "setup: ok" >&2
+echo "setup: ok ($constraints)" >&2

@@ -44,6 +44,14 @@ def _import_bcc():
     return bcc
 
 
+def bcc_version() -> str:
+    """BCC's version (Debian's python3-bpfcc ships no package metadata)."""
+    try:
+        return getattr(_import_bcc(), "__version__", "unknown")
+    except RuntimeTraceError:
+        return "not installed"
+
+
 @dataclass
 class AttachedProbe:
     site: ProbeSite
