@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import click
 
-from gs_cgen.errors import GsError, TargetError
+from gs_cgen.errors import GsError
 
 EXIT_USER_ERROR = 1
 
@@ -135,14 +135,15 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
 
 def _module_set(process, target_path):
     """-t names the module (functions and lines resolve there only); -p
-    alone resolves in the executable, then in the libraries it maps."""
+    alone resolves in the executable, then in the libraries it maps. Every
+    module file is opened through the process's own view of it."""
     from gs_cgen.plan.modules import ModuleSet  # noqa: PLC0415
-    others = tuple(process.module_paths()) if process else ()
+    from gs_cgen.runtime import target as proc  # noqa: PLC0415
+    files = proc.module_files(process) if process else []
     if target_path:
-        if not os.path.exists(target_path):
-            raise TargetError(f"no such file: {target_path}")
-        return ModuleSet(os.path.realpath(target_path), others, restrict_to_default=True)
-    return ModuleSet(process.exe_path, others)
+        return ModuleSet.over(proc.target_file(target_path, process), files,
+                              restrict_to_default=True)
+    return ModuleSet.over(files[0], files[1:])
 
 
 @cli.command()

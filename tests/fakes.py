@@ -43,6 +43,10 @@ class FakeModule:
     is_pie: bool = True
     has_debug_info: bool = True
 
+    @property
+    def open_path(self) -> str:
+        return self.path
+
     def require_debug_info(self) -> None:
         if not self.has_debug_info:
             raise DebugInfoError(f"{self.path} has no DWARF debug info")

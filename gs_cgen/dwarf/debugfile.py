@@ -11,6 +11,13 @@ Separate Files"):
 
 <root> is each of DEBUG_ROOTS, or of the colon-separated GS_CGEN_DEBUG_ROOTS.
 A candidate must also have a real .debug_info section.
+
+A file of a process in a container is known by its path in the target's
+view (`name`) and a directory that stands for the target's `/` (`target_root`,
+e.g. /proc/PID/root): <dir> is then the file's directory inside that root,
+and the target's own /usr/lib/debug comes before the tracer's roots, as a
+debugger running in the container would see them (DESIGN.md "Module files
+across namespaces").
 """
 from __future__ import annotations
 
@@ -23,6 +30,8 @@ from gs_cgen.dwarf.elf import ElfImage
 from gs_cgen.errors import DebugInfoError
 
 DEBUG_ROOTS: tuple[str, ...] = ("/usr/lib/debug",)
+# Where distributions put debug files, looked for inside a target's root.
+TARGET_DEBUG_ROOT = "/usr/lib/debug"
 
 
 @dataclass(frozen=True)
@@ -44,13 +53,15 @@ def has_dwarf(elf: ElfImage) -> bool:
     return info is not None and info.size > 0 and not info.nobits
 
 
-def find_debug_info(elf: ElfImage) -> DebugFileSearch:
-    """`elf` itself when it has DWARF, else its separate debug file."""
+def find_debug_info(elf: ElfImage, name: str | None = None,
+                    target_root: str = "") -> DebugFileSearch:
+    """`elf` itself when it has DWARF, else its separate debug file. `name`
+    is the file's path as seen from `target_root` (default: as opened)."""
     if has_dwarf(elf):
         return DebugFileSearch(elf)
     searched: list[str] = []
     if elf.build_id:
-        for path in build_id_paths(elf.build_id):
+        for path in build_id_paths(elf.build_id, target_root):
             searched.append(path)
             image = _open_candidate(path, elf)
             if image is not None and image.build_id == elf.build_id:
@@ -58,8 +69,8 @@ def find_debug_info(elf: ElfImage) -> DebugFileSearch:
             _close(image)
     link = debuglink(elf)
     if link is not None:
-        name, crc = link
-        for path in debuglink_paths(elf.path, name):
+        link_name, crc = link
+        for path in debuglink_paths(name or elf.path, link_name, target_root):
             searched.append(path)
             image = _open_candidate(path, elf)
             if image is not None and _file_crc32(path) == crc:
@@ -68,15 +79,26 @@ def find_debug_info(elf: ElfImage) -> DebugFileSearch:
     return DebugFileSearch(None, tuple(searched))
 
 
-def build_id_paths(build_id: str) -> list[str]:
+def search_roots(target_root: str = "") -> tuple[str, ...]:
+    """The debug roots, the target's own /usr/lib/debug first."""
+    own = (target_root + TARGET_DEBUG_ROOT,) if target_root else ()
+    return own + debug_roots()
+
+
+def build_id_paths(build_id: str, target_root: str = "") -> list[str]:
     return [os.path.join(root, ".build-id", build_id[:2], build_id[2:] + ".debug")
-            for root in debug_roots()]
+            for root in search_roots(target_root)]
 
 
-def debuglink_paths(path: str, name: str) -> list[str]:
-    directory = os.path.dirname(os.path.realpath(path))
-    return ([os.path.join(directory, name), os.path.join(directory, ".debug", name)]
-            + [os.path.join(root + directory, name) for root in debug_roots()])
+def debuglink_paths(path: str, name: str, target_root: str = "") -> list[str]:
+    """`path` is the file's path inside `target_root` (or ours when '').
+    Inside another root its directory is taken as it is: /proc/PID/maps
+    names files by their real path, and realpath would resolve the target's
+    absolute symlinks against our root."""
+    directory = os.path.dirname(path if target_root else os.path.realpath(path))
+    inside = target_root + directory
+    return ([os.path.join(inside, name), os.path.join(inside, ".debug", name)]
+            + [os.path.join(root + directory, name) for root in search_roots(target_root)])
 
 
 def debuglink(elf: ElfImage) -> tuple[str, int] | None:
@@ -93,7 +115,7 @@ def debuglink(elf: ElfImage) -> tuple[str, int] | None:
 
 
 def _open_candidate(path: str, elf: ElfImage) -> ElfImage | None:
-    if not os.path.isfile(path) or os.path.realpath(path) == os.path.realpath(elf.path):
+    if not os.path.isfile(path) or _same_file(path, elf.path):
         return None
     try:
         image = ElfImage(path)
@@ -103,6 +125,14 @@ def _open_candidate(path: str, elf: ElfImage) -> ElfImage | None:
         return image
     image.close()
     return None
+
+
+def _same_file(path: str, other: str) -> bool:
+    # By device and inode: /proc/PID/map_files names do not realpath.
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return False
 
 
 def _close(image: ElfImage | None) -> None:

@@ -48,32 +48,46 @@ _GCC_BASE_NAMES = {
 }
 
 
-def open_module(path: str) -> "ModuleDebugInfo":
-    """Open (or reuse) the debug info of the ELF file at `path`."""
+def open_module(path: str, name: str | None = None, target_root: str = "") -> "ModuleDebugInfo":
+    """Open (or reuse) the debug info of the ELF file at `path`.
+
+    `name` is the file's path in its process's own view, when the tracer
+    opens it through another (/proc/PID/root/..., /proc/PID/map_files/...);
+    `target_root` stands for that process's `/` when it is not ours. Both
+    are needed to find separate debug files; `name` is what messages say."""
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise DebugInfoError(f"cannot open '{path}': {exc.strerror}") from exc
-    return _open_cached(os.path.realpath(path), st.st_mtime_ns, st.st_size)
+        raise DebugInfoError(f"cannot open '{name or path}': {exc.strerror}") from exc
+    if name is None and not target_root:
+        path = os.path.realpath(path)       # one entry for every spelling of a host path
+    return _open_cached(path, name, target_root, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=32)
-def _open_cached(path: str, mtime_ns: int, size: int) -> "ModuleDebugInfo":
-    # mtime and size are part of the key so a rebuilt binary is re-read.
-    return ModuleDebugInfo(path)
+def _open_cached(path: str, name: str | None, target_root: str, _dev: int, _ino: int,
+                 _mtime_ns: int, _size: int) -> "ModuleDebugInfo":
+    # The file's identity, mtime and size are part of the key so that a
+    # rebuilt binary, or another file behind the same /proc path, is re-read.
+    return ModuleDebugInfo(path, name, target_root)
 
 
 class ModuleDebugInfo:
-    def __init__(self, path: str) -> None:
+    """The debug info of one ELF file. `path` is the module's name as the
+    user knows it (the target's view); `open_path` is the file read here,
+    and where uprobes are attached."""
+
+    def __init__(self, path: str, name: str | None = None, target_root: str = "") -> None:
         # Segments, symbols, CFI and code bytes come from the file itself;
         # DWARF (and .symtab, when stripped here) may come from a separate
         # debug file with the same addresses.
         self._elf = ElfImage(path)
-        self.path = path
+        self.open_path = path
+        self.path = name or path
         self.build_id = self._elf.build_id
         self.is_pie = self._elf.is_pie
         self.segments: tuple[LoadSegment, ...] = self._elf.segments
-        search = find_debug_info(self._elf)
+        search = find_debug_info(self._elf, self.path, target_root)
         self._debug_elf = search.image
         self._debug_searched = search.searched
         if self._debug_elf is not None and self._debug_elf is not self._elf:

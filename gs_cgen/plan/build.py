@@ -57,7 +57,7 @@ def _referenced_modules(probes: list[ProbePlan], modules: ModuleSet) -> tuple[Mo
         cookie = module_cookie(module.path, module.build_id)
         holds_probe = any(p.site.module_path == module.path for p in probes)
         if cookie in cookies or holds_probe:
-            refs[module.path] = ModuleRef(module.path, cookie, tuple(module.segments))
+            refs[module.path] = ModuleRef(modules.file(module.path), cookie, tuple(module.segments))
     return tuple(refs.values())
 
 

@@ -32,13 +32,18 @@ class ProbeSite:
 
     probe_id: int
     pattern_text: str
-    module_path: str
+    module_path: str          # the target's view of the module (ModuleFile.display_path)
     address: int              # module virtual address (DWARF PC)
     file_offset: int          # what the uprobe is attached at
     function: str | None
     source_file: str | None
     source_line: int | None
     module_cookie: int = 0
+    open_path: str = ""       # where the uprobe is attached; '' = module_path
+
+    @property
+    def attach_path(self) -> str:
+        return self.open_path or self.module_path
 
 
 # ----------------------------------------------------------- value captures
@@ -266,12 +271,36 @@ class EventTransport(Enum):
 
 
 @dataclass(frozen=True)
-class ModuleRef:
-    """A module whose globals a probe reads: runtime fills its offsets."""
+class ModuleFile:
+    """One module file under its two names (DESIGN.md "Module files across
+    namespaces"). `display_path` is the target's own view of it, as
+    /proc/PID/maps says (messages, --dry-run, info, backtraces);
+    `open_path` is where the tracer reads it and attaches uprobes (the kernel
+    resolves either to the same inode): the path itself, /proc/PID/root/PATH
+    or /proc/PID/map_files/START-END. `dev` and `inode` identify it in maps
+    lines (0 when unknown: matches none). `root` stands for the target's `/`
+    when it is not the tracer's ('' when it is): separate debug files are
+    looked for under it."""
 
-    path: str
+    display_path: str
+    open_path: str
+    dev: int = 0
+    inode: int = 0
+    root: str = ""
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """A module whose globals a probe reads: runtime fills its offsets for
+    every process that maps `file` (by device and inode)."""
+
+    file: ModuleFile
     cookie: int
     segments: tuple[LoadSegment, ...]
+
+    @property
+    def path(self) -> str:
+        return self.file.display_path
 
 
 @dataclass(frozen=True)

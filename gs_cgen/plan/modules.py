@@ -1,13 +1,19 @@
 """The modules a script can name: the default module (-t PATH, or the main
 executable of -p PID) and, with -p, every other module the process maps.
-Modules are opened lazily; only modules with DWARF can hold probe sites."""
+Modules are opened lazily; only modules with DWARF can hold probe sites.
+
+Modules are named by their display path (the target's view); `files` says
+how to open each one (ModuleFile). A path without an entry there is a file
+of the tracer's own view, opened as it is."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.errors import DebugInfoError, PlanError
+from gs_cgen.plan.model import ModuleFile
 
 
 @dataclass
@@ -15,7 +21,17 @@ class ModuleSet:
     default_path: str
     other_paths: tuple[str, ...] = ()
     restrict_to_default: bool = False      # -t named the module: look nowhere else
+    files: dict[str, ModuleFile] = field(default_factory=dict)   # by display path
     _opened: dict[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def over(cls, default: ModuleFile, others: Iterable[ModuleFile] = (),
+             restrict_to_default: bool = False) -> "ModuleSet":
+        """A set over a process's module files (runtime/target.py made them)."""
+        files = {default.display_path: default}
+        for file in others:
+            files.setdefault(file.display_path, file)
+        return cls(default.display_path, tuple(files), restrict_to_default, files)
 
     @classmethod
     def of(cls, default, *others, restrict_to_default: bool = False) -> "ModuleSet":
@@ -31,8 +47,21 @@ class ModuleSet:
 
     def open(self, path: str):
         if path not in self._opened:
-            self._opened[path] = open_module(path)
+            file = self.files.get(path)
+            self._opened[path] = open_module(path) if file is None else \
+                open_module(file.open_path, file.display_path, file.root)
         return self._opened[path]
+
+    def file(self, path: str) -> ModuleFile:
+        """How module `path` is opened, and its identity in maps lines (a
+        path of the tracer's own view: its device and inode now)."""
+        if path in self.files:
+            return self.files[path]
+        try:
+            st = os.stat(path)
+        except OSError:
+            return ModuleFile(path, path)
+        return ModuleFile(path, path, st.st_dev, st.st_ino)
 
     def opened(self) -> list:
         return list(self._opened.values())

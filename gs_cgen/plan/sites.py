@@ -57,4 +57,5 @@ def _site(block: ast.TraceBlock, module, probe_id: int, address: int,
                      module_path=module.path, address=address,
                      file_offset=module.vaddr_to_file_offset(address), function=function,
                      source_file=file, source_line=line,
-                     module_cookie=module_cookie(module.path, module.build_id))
+                     module_cookie=module_cookie(module.path, module.build_id),
+                     open_path=module.open_path)

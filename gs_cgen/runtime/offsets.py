@@ -35,7 +35,7 @@ class OffsetKeeper:
         for module in self.modules:
             if module.cookie in done:
                 continue
-            offsets = proc.module_offsets(target, module.path, module.segments)
+            offsets = proc.module_offsets(target, module)
             if offsets is not None:
                 self.session.set_module_offsets(pid, module.cookie, offsets)
                 done.add(module.cookie)
@@ -58,6 +58,6 @@ class OffsetKeeper:
         if self.pid_filter is not None:
             self.watch(self.pid_filter)
             return
-        pids = {pid for module in self.modules for pid in proc.processes_mapping(module.path)}
+        pids = {pid for module in self.modules for pid in proc.processes_mapping(module.file)}
         for pid in sorted(pids):
             self.watch(pid)

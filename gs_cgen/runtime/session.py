@@ -105,14 +105,18 @@ class TraceSession:
             site = probe.site
             fn = self.functions[site.probe_id]
             event_name = f"gs_{os.getpid()}_{site.probe_id}".encode()
-            fd = lib.bpf_attach_uprobe(fn.fd, 0, event_name, site.module_path.encode(),
+            # The kernel resolves the path to an inode; a /proc/PID/root or
+            # map_files path reaches a container's file from here.
+            fd = lib.bpf_attach_uprobe(fn.fd, 0, event_name, site.attach_path.encode(),
                                        site.file_offset, -1 if pid is None else pid)
             if fd < 0:
                 err = ctypes.get_errno()
                 self.detach()
+                opened = f" (opened as {site.attach_path})" if site.attach_path != site.module_path else ""
                 raise RuntimeTraceError(
                     f"cannot attach uprobe for '{site.pattern_text}' at "
-                    f"{site.module_path}+0x{site.file_offset:x}: {os.strerror(err) if err else 'failed'}")
+                    f"{site.module_path}+0x{site.file_offset:x}{opened}: "
+                    f"{os.strerror(err) if err else 'failed'}")
             self.attached.append(AttachedProbe(site, event_name, fd))
 
     def detach(self) -> None:

@@ -1,6 +1,7 @@
 """Return addresses of a traced process → function, source line and
 module-relative address, for `bt`. Reads /proc/PID/maps (cached per PID,
-re-read when an address is not covered) and each module's DWARF."""
+re-read when an address is not covered) and each module's DWARF, opened
+through the process's own view; frames name modules as the process does."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,8 @@ from dataclasses import dataclass
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.errors import GsError
-from gs_cgen.runtime.target import Mapping, open_process
+from gs_cgen.plan.model import ModuleFile
+from gs_cgen.runtime.target import Mapping, ProcessTarget, module_file, open_process
 
 
 @dataclass(frozen=True)
@@ -25,34 +27,44 @@ class FrameResolver:
     """Callable `(pid, address, is_return_address) -> Frame`."""
 
     def __init__(self) -> None:
-        self._maps: dict[int, tuple[Mapping, ...]] = {}
+        self._targets: dict[int, ProcessTarget | None] = {}
+        self._files: dict[tuple[int, Mapping], ModuleFile] = {}
 
     def __call__(self, pid: int, address: int, is_return_address: bool) -> Frame:
-        mapping = self._mapping(pid, address)
-        if mapping is None:
+        found = self._mapping(pid, address)
+        if found is None:
             return Frame(address, None, None, None, None, None)
+        target, mapping = found
+        name = os.path.basename(mapping.path)
         try:
-            module = open_module(mapping.path)
+            file = self._file(target, mapping)
+            module = open_module(file.open_path, file.display_path, file.root)
             vaddr = _file_offset_to_vaddr(module, address - mapping.start + mapping.offset)
         except GsError:
             vaddr, module = None, None
         if vaddr is None:
-            return Frame(address, None, None, None, os.path.basename(mapping.path), None)
+            return Frame(address, None, None, None, name, None)
         # A return address points after the call: look up the call itself.
         where = module.describe_address(vaddr - 1 if is_return_address else vaddr)
-        return Frame(address, where.function, where.file, where.line,
-                     os.path.basename(mapping.path), vaddr)
+        return Frame(address, where.function, where.file, where.line, name, vaddr)
 
-    def _mapping(self, pid: int, address: int) -> Mapping | None:
+    def _file(self, target: ProcessTarget, mapping: Mapping) -> ModuleFile:
+        key = (target.pid, mapping)
+        if key not in self._files:
+            self._files[key] = module_file(target, mapping)
+        return self._files[key]
+
+    def _mapping(self, pid: int, address: int) -> tuple[ProcessTarget, Mapping] | None:
         for refresh in (False, True):
-            if refresh or pid not in self._maps:
+            if refresh or pid not in self._targets:
                 try:
-                    self._maps[pid] = open_process(pid).mappings
+                    self._targets[pid] = open_process(pid)
                 except GsError:
-                    self._maps[pid] = ()
-            for m in self._maps[pid]:
-                if m.start <= address < m.end and m.path.startswith("/"):
-                    return m
+                    self._targets[pid] = None
+            target = self._targets[pid]
+            for m in target.mappings if target else ():
+                if m.start <= address < m.end and m.is_file:
+                    return target, m
         return None
 
 

@@ -1,45 +1,88 @@
 """Processes and modules as /proc shows them: the executable, its mappings,
-per-module load offsets, and the tracer's PID namespace."""
+the files behind them, per-module load offsets, and the tracer's PID
+namespace.
+
+A path in /proc/PID/maps is the target's view, which need not be ours (a
+container, `unshare --root`, a tracer in a container looking at the host).
+Each module file is opened through the target's own view of it and accepted
+only when its device and inode are those of the maps line (DESIGN.md
+"Module files across namespaces"); processes are matched to modules the same
+way, never by path string."""
 from __future__ import annotations
 
 import os
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gs_cgen.dwarf.model import LoadSegment
 from gs_cgen.errors import TargetError
-from gs_cgen.plan.model import PidNamespace
+from gs_cgen.plan.model import ModuleFile, ModuleRef, PidNamespace
 
 # PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace.
 _INIT_PID_NS_INO = 0xEFFFFFFC
 _PAGE = 4096
+_AT_ENTRY = 9                        # include/uapi/linux/auxvec.h
+_DELETED = " (deleted)"              # fs/d_path.c: d_path() of an unlinked file
 
 
 @dataclass(frozen=True)
 class Mapping:
+    """One line of /proc/PID/maps. `path` is the target's view, without the
+    kernel's " (deleted)" suffix (then `deleted` is set)."""
+
     start: int
     end: int
     perms: str
     offset: int
     path: str
+    dev: int = 0                     # os.makedev(major, minor) of the maps line
+    inode: int = 0
+    deleted: bool = False
+
+    @property
+    def is_file(self) -> bool:
+        return self.inode != 0 and self.path.startswith("/")
+
+    def same_file(self, dev: int, inode: int) -> bool:
+        return self.is_file and (self.dev, self.inode) == (dev, inode)
 
 
 @dataclass(frozen=True)
 class ProcessTarget:
-    """A process as the tracer sees it. Paths are usable from the tracer's
-    mount namespace (prefixed with /proc/PID/root when the target's root
-    differs, as in a container)."""
+    """A process as the tracer sees it: its mappings in its own view, and
+    `root`, a path that stands for its `/` ('' when it is ours: same root
+    directory and mount namespace, so its paths are ours)."""
 
     pid: int
-    exe_path: str
     mappings: tuple[Mapping, ...]
     pidns: tuple[int, int] = (0, 0)       # (dev, ino) of /proc/PID/ns/pid
+    root: str = ""
+    entry: int | None = None              # AT_ENTRY: the executable's entry point
 
-    def module_paths(self) -> list[str]:
-        seen: dict[str, None] = {}
+    def executable(self) -> Mapping:
+        """The mapping of the program itself: the one holding its entry
+        point (exact, whatever the paths say)."""
         for m in self.mappings:
-            if m.path.startswith("/"):
-                seen.setdefault(m.path, None)
-        return list(seen)
+            if m.is_file and self.entry is not None and m.start <= self.entry < m.end:
+                return m
+        raise TargetError(f"process {self.pid} maps no executable file "
+                          "(a kernel thread, or a process that is exiting)")
+
+    @property
+    def exe_path(self) -> str:
+        return self.executable().path
+
+    def module_mappings(self) -> list[Mapping]:
+        """One mapping per file that has executable code mapped (ELF
+        modules; data files such as locale-archive have none), the first
+        mapping of each file, in address order."""
+        code = {(m.dev, m.inode) for m in self.mappings if m.is_file and "x" in m.perms}
+        first: dict[tuple[int, int], Mapping] = {}
+        for m in self.mappings:
+            if (m.dev, m.inode) in code:
+                first.setdefault((m.dev, m.inode), m)
+        return list(first.values())
 
 
 @dataclass(frozen=True)
@@ -55,7 +98,6 @@ class SectionOffsets:
 def open_process(pid: int) -> ProcessTarget:
     """Read /proc/PID; TargetError when it does not exist or is not ours."""
     try:
-        exe = os.readlink(f"/proc/{pid}/exe")
         with open(f"/proc/{pid}/maps") as f:
             maps = f.read()
         ns = os.stat(f"/proc/{pid}/ns/pid")
@@ -64,57 +106,158 @@ def open_process(pid: int) -> ProcessTarget:
         raise TargetError(f"no process with PID {pid}") from None
     except PermissionError:
         raise TargetError(f"cannot read /proc/{pid} (run gs-cgen as root)") from None
-    mappings = tuple(_rooted(m, root) for m in parse_maps(maps))
-    exe = root + exe.removesuffix(" (deleted)")
-    return ProcessTarget(pid, exe, mappings, (ns.st_dev, ns.st_ino))
+    return ProcessTarget(pid, tuple(parse_maps(maps)), (ns.st_dev, ns.st_ino), root,
+                         _entry_point(pid))
 
 
 def _foreign_root(pid: int) -> str:
-    """'' when the target shares our root directory, else /proc/PID/root."""
-    ours, theirs = os.stat("/"), os.stat(f"/proc/{pid}/root")
-    if (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino):
-        return ""
-    return f"/proc/{pid}/root"
+    """'' when the target shares our root directory and mount namespace,
+    else /proc/PID/root (which walks the target's mounts from its root)."""
+    same_root = _identity("/") == _identity(f"/proc/{pid}/root")
+    same_mounts = _identity("/proc/self/ns/mnt") == _identity(f"/proc/{pid}/ns/mnt")
+    return "" if same_root and same_mounts else f"/proc/{pid}/root"
 
 
-def _rooted(mapping: Mapping, root: str) -> Mapping:
-    if root and mapping.path.startswith("/"):
-        return Mapping(mapping.start, mapping.end, mapping.perms, mapping.offset,
-                       root + mapping.path)
-    return mapping
+def _identity(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def _entry_point(pid: int) -> int | None:
+    """AT_ENTRY from /proc/PID/auxv (pairs of native words), or None."""
+    try:
+        with open(f"/proc/{pid}/auxv", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    for key, value in struct.iter_unpack("<QQ", data[:len(data) // 16 * 16]):
+        if key == _AT_ENTRY:
+            return value
+    return None
 
 
 def parse_maps(text: str) -> list[Mapping]:
+    """Lines of /proc/PID/maps: `start-end perms offset major:minor inode
+    path` (proc(5)); the path may hold spaces."""
     mappings = []
     for line in text.splitlines():
         fields = line.split(maxsplit=5)
         if len(fields) < 5:
             continue
         start, end = (int(x, 16) for x in fields[0].split("-"))
+        major, minor = (int(x, 16) for x in fields[3].split(":"))
         path = fields[5] if len(fields) == 6 else ""
-        mappings.append(Mapping(start, end, fields[1], int(fields[2], 16), path))
+        deleted = path.endswith(_DELETED)
+        mappings.append(Mapping(start, end, fields[1], int(fields[2], 16),
+                                path.removesuffix(_DELETED), os.makedev(major, minor),
+                                int(fields[4]), deleted))
     return mappings
 
 
-def module_offsets(target: ProcessTarget, path: str,
-                   segments: tuple[LoadSegment, ...]) -> SectionOffsets | None:
-    """Where the module at `path` was loaded in `target`, or None if it is
-    not mapped there (yet).
+# ---------------------------------------------------------------- module files
+
+Identify = Callable[[str], tuple[int, int]]     # path -> (st_dev, st_ino); OSError
+
+
+def module_file(target: ProcessTarget, mapping: Mapping,
+                identify: Identify = _identity) -> ModuleFile:
+    """The file behind `mapping`, through the target's view: its maps path
+    under the target's root when that is the same file (device and inode),
+    else /proc/PID/map_files/START-END, which is that very file (root only).
+    Overlayfs may show another device or inode in maps than a stat does:
+    then map_files is the truth."""
+    rooted = target.root + mapping.path
+    map_files = f"/proc/{target.pid}/map_files/{mapping.start:x}-{mapping.end:x}"
+    tried = []
+    for path, must_match in ((rooted, True), (map_files, False)):
+        try:
+            found = identify(path)
+        except OSError as exc:
+            tried.append(f"{path}: {exc.strerror}")
+            continue
+        if not must_match or found == (mapping.dev, mapping.inode):
+            return ModuleFile(mapping.path, path, mapping.dev, mapping.inode, target.root)
+        tried.append(f"{path}: another file (device and inode differ from the maps line)")
+    raise TargetError(f"cannot open {mapping.path} of process {target.pid} through any view: "
+                      + "; ".join(tried))
+
+
+def module_files(target: ProcessTarget) -> list[ModuleFile]:
+    """Every module file the process maps, executable first."""
+    exe = target.executable()
+    rest = [m for m in target.module_mappings() if not m.same_file(exe.dev, exe.inode)]
+    return [module_file(target, m) for m in (exe, *rest)]
+
+
+def target_file(path: str, target: ProcessTarget | None) -> ModuleFile:
+    """`-t PATH`. With -p, PATH is looked up in the target's root first
+    (a container's path), then in ours; a file the target maps is then
+    named and opened as its mapping is."""
+    if target is None:
+        return _host_file(path)
+    in_root = [(target.root + path, target.root)] if target.root and path.startswith("/") else []
+    for candidate, root in (*in_root, (path, "")):
+        try:
+            dev, inode = _identity(candidate)
+        except OSError:
+            continue
+        for m in target.module_mappings():
+            if m.same_file(dev, inode):
+                return module_file(target, m)
+        if not root:
+            return _host_file(candidate)
+        return ModuleFile(path, candidate, dev, inode, root)
+    where = f" (looked in the root of process {target.pid} and in ours)" if target.root else ""
+    raise TargetError(f"no such file: {path}{where}")
+
+
+def _host_file(path: str) -> ModuleFile:
+    real = os.path.realpath(path)
+    try:
+        dev, inode = _identity(real)
+    except OSError:
+        raise TargetError(f"no such file: {path}") from None
+    return ModuleFile(real, real, dev, inode)
+
+
+# ---------------------------------------------------------------- load offsets
+
+def module_offsets(target: ProcessTarget, module: ModuleRef) -> SectionOffsets | None:
+    """Where `module` was loaded in `target`, or None if it is not mapped
+    there (yet). Its mappings are the ones of the same device and inode.
 
     The kernel and ld.so load all PT_LOADs of one ELF with a single bias, so
     it is read off the first segment's mapping: later file pages can be
     mapped twice (RELRO splits the data segment), the first one cannot."""
-    if not segments:
+    if not module.segments:
         return None
-    real = os.path.realpath(path)
-    first = min(segments, key=lambda seg: seg.vaddr)
+    first = min(module.segments, key=lambda seg: seg.vaddr)
     page_offset = first.offset & ~(_PAGE - 1)
     starts = [m.start for m in target.mappings
-              if m.path in (path, real) and m.offset == page_offset]
+              if m.same_file(module.file.dev, module.file.inode) and m.offset == page_offset]
     if not starts:
         return None
     bias = min(starts) - (first.vaddr & ~(_PAGE - 1))
     return SectionOffsets(bias, bias, bias, bias)
+
+
+def processes_mapping(file: ModuleFile) -> list[int]:
+    """PIDs (in the tracer's view) that currently map `file`, in whatever
+    mount namespace and under whatever path."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/maps") as f:
+                text = f.read()
+        except OSError:
+            continue
+        # The inode's digits first: parsing every line of every process is slow.
+        if str(file.inode) in text and \
+                any(m.same_file(file.dev, file.inode) for m in parse_maps(text)):
+            pids.append(int(entry))
+    return pids
 
 
 def pid_namespaces(target: ProcessTarget | None = None) -> PidNamespace:
@@ -125,22 +268,6 @@ def pid_namespaces(target: ProcessTarget | None = None) -> PidNamespace:
         target_dev, target_ino = target.pidns
     return PidNamespace(use_ns_helper=st.st_ino != _INIT_PID_NS_INO, dev=st.st_dev,
                         ino=st.st_ino, target_dev=target_dev, target_ino=target_ino)
-
-
-def processes_mapping(path: str) -> list[int]:
-    """PIDs (in the tracer's view) that currently map `path`."""
-    real = os.path.realpath(path)
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/maps") as f:
-                if any(line.rstrip().endswith((" " + real, " " + path)) for line in f):
-                    pids.append(int(entry))
-        except OSError:
-            continue
-    return pids
 
 
 def is_alive(pid: int) -> bool:

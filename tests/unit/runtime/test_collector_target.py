@@ -1,7 +1,10 @@
 """Loss accounting and /proc parsing, without BPF."""
 from __future__ import annotations
 
+import os
+
 from gs_cgen.dwarf.model import LoadSegment
+from gs_cgen.plan.model import ModuleFile, ModuleRef
 from gs_cgen.runtime.collector import LossTracker, collect
 from gs_cgen.runtime.target import ProcessTarget, module_offsets, parse_maps
 
@@ -55,15 +58,32 @@ SEGMENTS = (LoadSegment(0, 1728, 0, 1728, False, False),
             LoadSegment(0x3DD0, 680, 0x2DD0, 656, False, True))
 
 
+LB = ModuleFile("/tmp/lb", "/tmp/lb", os.makedev(0xFE, 0), 2146922)
+
+
+def lb_ref(file: ModuleFile = LB, cookie: int = 7) -> ModuleRef:
+    return ModuleRef(file, cookie, SEGMENTS)
+
+
 def test_load_bias_ignores_the_relro_double_mapping():
-    target = ProcessTarget(1, "/tmp/lb", tuple(parse_maps(MAPS)))
-    offsets = module_offsets(target, "/tmp/lb", SEGMENTS)
+    target = ProcessTarget(1, tuple(parse_maps(MAPS)))
+    offsets = module_offsets(target, lb_ref())
     assert offsets.data == offsets.text == 0x55CC256D7000
 
 
 def test_unmapped_module_has_no_offsets():
-    target = ProcessTarget(1, "/tmp/lb", tuple(parse_maps(MAPS)))
-    assert module_offsets(target, "/usr/lib/other.so", SEGMENTS) is None
+    target = ProcessTarget(1, tuple(parse_maps(MAPS)))
+    other = ModuleFile("/usr/lib/other.so", "/usr/lib/other.so", os.makedev(0xFE, 0), 99)
+    assert module_offsets(target, lb_ref(other)) is None
+
+
+def test_offsets_match_the_file_not_its_path():
+    """A container maps the host's /tmp/lb as /app/lb: same device and inode."""
+    target = ProcessTarget(1, tuple(parse_maps(MAPS.replace("/tmp/lb", "/app/lb"))))
+    assert module_offsets(target, lb_ref()).text == 0x55CC256D7000
+    same_path_other_file = ModuleFile("/tmp/lb", "/tmp/lb", os.makedev(0xFE, 1), 2146922)
+    assert module_offsets(ProcessTarget(1, tuple(parse_maps(MAPS))),
+                          lb_ref(same_path_other_file)) is None
 
 
 class RecordingSession:
@@ -75,13 +95,12 @@ class RecordingSession:
 
 
 def test_offset_keeper_retries_until_modules_are_mapped(monkeypatch):
-    from gs_cgen.plan.model import ModuleRef
     from gs_cgen.runtime import offsets as keeper_mod
-    maps = {"now": MAPS.replace("/tmp/lb", "/tmp/other")}
+    maps = {"now": MAPS.replace("fe:00 2146922", "fe:00 5")}
     monkeypatch.setattr(keeper_mod.proc, "open_process",
-                        lambda pid: ProcessTarget(pid, "/tmp/lb", tuple(parse_maps(maps["now"]))))
+                        lambda pid: ProcessTarget(pid, tuple(parse_maps(maps["now"]))))
     session = RecordingSession()
-    keeper = keeper_mod.OffsetKeeper(session, (ModuleRef("/tmp/lb", 7, SEGMENTS),))
+    keeper = keeper_mod.OffsetKeeper(session, (lb_ref(),))
     keeper.watch(42)
     assert session.filled == [] and 42 in keeper.pending      # not mapped yet
     maps["now"] = MAPS
@@ -90,9 +109,8 @@ def test_offset_keeper_retries_until_modules_are_mapped(monkeypatch):
 
 
 def test_offset_keeper_ignores_other_pids_when_filtered():
-    from gs_cgen.plan.model import ModuleRef
     from gs_cgen.runtime.offsets import OffsetKeeper
     session = RecordingSession()
-    keeper = OffsetKeeper(session, (ModuleRef("/tmp/lb", 7, SEGMENTS),), pid_filter=1)
+    keeper = OffsetKeeper(session, (lb_ref(),), pid_filter=1)
     keeper.watch(2)
     assert session.filled == [] and keeper.pending == {}
