@@ -18,6 +18,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
+bash scripts/setup-containers.sh        # podman + runc for tests/live/test_containers_live.py
 
 # BCC compiles against /lib/modules/$(uname -r)/build; link Debian's
 # generic headers there when the running kernel ships none.

@@ -2,12 +2,16 @@
 the files behind them, per-module load offsets, and the tracer's PID
 namespace.
 
-A path in /proc/PID/maps is the target's view, which need not be ours (a
-container, `unshare --root`, a tracer in a container looking at the host).
-Each module file is opened through the target's own view of it and accepted
-only when its device and inode are those of the maps line (DESIGN.md
-"Module files across namespaces"); processes are matched to modules the same
-way, never by path string."""
+The kernel writes a path in /proc/PID/maps (and the /proc/PID/exe and
+map_files links) relative to the *reader's* root when the file is within
+reach of it (a target under `unshare --root=DIR` shows DIR/usr/bin/demo),
+else relative to the root of the file's mount namespace (a pivot_root'ed
+container shows /usr/bin/demo, its own view; so does a host process seen
+from a container). So a maps path is tried both in the target's root and in
+ours, and a file is accepted only when its device and inode are those of the
+maps line, else read through /proc/PID/map_files (DESIGN.md "Module files
+across namespaces"). Processes are matched to modules the same way, never
+by path string."""
 from __future__ import annotations
 
 import os
@@ -50,15 +54,25 @@ class Mapping:
 
 @dataclass(frozen=True)
 class ProcessTarget:
-    """A process as the tracer sees it: its mappings in its own view, and
-    `root`, a path that stands for its `/` ('' when it is ours: same root
-    directory and mount namespace, so its paths are ours)."""
+    """A process as the tracer sees it. `root` is a path that stands for its
+    `/` ('' when that is ours: same root directory and mount namespace);
+    `root_path` is its root directory as a path of ours, when within our
+    reach ('/' when it is ours or out of reach)."""
 
     pid: int
     mappings: tuple[Mapping, ...]
     pidns: tuple[int, int] = (0, 0)       # (dev, ino) of /proc/PID/ns/pid
     root: str = ""
     entry: int | None = None              # AT_ENTRY: the executable's entry point
+    root_path: str = "/"
+
+    def own_view(self, path: str) -> str:
+        """A maps path as the process itself names it: under our path of
+        its root, the rest (unshare --root=DIR: DIR/usr/bin/x -> /usr/bin/x)."""
+        inside = self.root_path.rstrip("/")
+        if inside and path.startswith(inside + "/"):
+            return path[len(inside):]
+        return path
 
     def executable(self) -> Mapping:
         """The mapping of the program itself: the one holding its entry
@@ -101,13 +115,13 @@ def open_process(pid: int) -> ProcessTarget:
         with open(f"/proc/{pid}/maps") as f:
             maps = f.read()
         ns = os.stat(f"/proc/{pid}/ns/pid")
-        root = _foreign_root(pid)
+        root, root_path = _foreign_root(pid), os.readlink(f"/proc/{pid}/root")
     except (FileNotFoundError, ProcessLookupError):
         raise TargetError(f"no process with PID {pid}") from None
     except PermissionError:
         raise TargetError(f"cannot read /proc/{pid} (run gs-cgen as root)") from None
     return ProcessTarget(pid, tuple(parse_maps(maps)), (ns.st_dev, ns.st_ino), root,
-                         _entry_point(pid))
+                         _entry_point(pid), root_path)
 
 
 def _foreign_root(pid: int) -> str:
@@ -161,25 +175,35 @@ Identify = Callable[[str], tuple[int, int]]     # path -> (st_dev, st_ino); OSEr
 
 def module_file(target: ProcessTarget, mapping: Mapping,
                 identify: Identify = _identity) -> ModuleFile:
-    """The file behind `mapping`, through the target's view: its maps path
-    under the target's root when that is the same file (device and inode),
-    else /proc/PID/map_files/START-END, which is that very file (root only).
+    """The file behind `mapping`: its path in the target's root, or the
+    maps path as ours, when that is the same file (device and inode); else
+    /proc/PID/map_files/START-END, which is that very file (root only).
     Overlayfs may show another device or inode in maps than a stat does:
-    then map_files is the truth."""
-    rooted = target.root + mapping.path
-    map_files = f"/proc/{target.pid}/map_files/{mapping.start:x}-{mapping.end:x}"
+    then map_files is the truth. Named as the target names it."""
+    name = target.own_view(mapping.path)
+    # (path, the root it is in): separate debug files are looked for there.
+    candidates = [(target.root + name, target.root)] + \
+        ([(mapping.path, "")] if target.root else [])
     tried = []
-    for path, must_match in ((rooted, True), (map_files, False)):
+    for path, root in candidates:
         try:
             found = identify(path)
         except OSError as exc:
             tried.append(f"{path}: {exc.strerror}")
             continue
-        if not must_match or found == (mapping.dev, mapping.inode):
-            return ModuleFile(mapping.path, path, mapping.dev, mapping.inode, target.root)
+        if found == (mapping.dev, mapping.inode):
+            # Found only by our path (outside the target's root, e.g. opened
+            # before a chroot): a file of ours, named and searched as ours.
+            return ModuleFile(name if root else mapping.path, path, mapping.dev, mapping.inode, root)
         tried.append(f"{path}: another file (device and inode differ from the maps line)")
-    raise TargetError(f"cannot open {mapping.path} of process {target.pid} through any view: "
-                      + "; ".join(tried))
+    map_files = f"/proc/{target.pid}/map_files/{mapping.start:x}-{mapping.end:x}"
+    try:
+        identify(map_files)
+    except OSError as exc:
+        tried.append(f"{map_files}: {exc.strerror}")
+        raise TargetError(f"cannot open {name} of process {target.pid} through any view: "
+                          + "; ".join(tried)) from None
+    return ModuleFile(name, map_files, mapping.dev, mapping.inode, target.root)
 
 
 def module_files(target: ProcessTarget) -> list[ModuleFile]:

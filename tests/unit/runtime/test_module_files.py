@@ -113,15 +113,35 @@ def test_overlayfs_map_files_wins_when_nothing_matches_the_maps_line():
     assert module_file(target(), demo_mapping(), stat).open_path == MAP_FILES
 
 
-def test_no_view_is_a_one_line_error_naming_both_paths():
+def test_no_view_is_a_one_line_error_naming_every_path_tried():
     stat = fake_stat({"/proc/77/root/usr/bin/demo": (DEV, 1), MAP_FILES: errno.EPERM})
     with pytest.raises(TargetError) as err:
         module_file(target(), demo_mapping(), stat)
     assert err.value.message == (
         "cannot open /usr/bin/demo of process 77 through any view: "
         "/proc/77/root/usr/bin/demo: another file (device and inode differ from the maps "
-        f"line); {MAP_FILES}: Operation not permitted")
+        "line); /usr/bin/demo: No such file or directory; "
+        f"{MAP_FILES}: Operation not permitted")
     assert "\n" not in err.value.message
+
+
+def test_maps_path_within_our_reach_is_ours():
+    """Under `unshare --root=/srv/c`, maps says /srv/c/usr/bin/demo (the
+    kernel writes paths relative to the reader's root): the target calls it
+    /usr/bin/demo, and it opens in the target's root."""
+    chrooted = dataclasses.replace(target(maps=MAPS.replace(" /usr/bin/demo", " /srv/c/usr/bin/demo")),
+                                   root_path="/srv/c")
+    stat = fake_stat({"/proc/77/root/usr/bin/demo": (DEV, 2156966)})
+    file = module_file(chrooted, chrooted.executable(), stat)
+    assert (file.display_path, file.open_path) == ("/usr/bin/demo", "/proc/77/root/usr/bin/demo")
+    assert chrooted.own_view("/srv/cc/x") == "/srv/cc/x"       # outside its root: ours
+    assert target().own_view("/usr/bin/demo") == "/usr/bin/demo"
+
+
+def test_maps_path_of_ours_is_tried_after_the_targets_root():
+    stat = fake_stat({"/proc/77/root/usr/bin/demo": errno.ENOENT, "/usr/bin/demo": (DEV, 2156966)})
+    file = module_file(target(), demo_mapping(), stat)
+    assert (file.display_path, file.open_path, file.root) == ("/usr/bin/demo", "/usr/bin/demo", "")
 
 
 # ------------------------------------------------------------------- -t PATH
