@@ -112,7 +112,8 @@ class TraceSession:
             if fd < 0:
                 err = ctypes.get_errno()
                 self.detach()
-                opened = f" (opened as {site.attach_path})" if site.attach_path != site.module_path else ""
+                opened = "" if site.attach_path == site.module_path else \
+                    f" (opened as {site.attach_path})"
                 raise RuntimeTraceError(
                     f"cannot attach uprobe for '{site.pattern_text}' at "
                     f"{site.module_path}+0x{site.file_offset:x}{opened}: "

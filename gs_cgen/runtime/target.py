@@ -180,11 +180,22 @@ def module_file(target: ProcessTarget, mapping: Mapping,
     /proc/PID/map_files/START-END, which is that very file (root only).
     Overlayfs may show another device or inode in maps than a stat does:
     then map_files is the truth. Named as the target names it."""
+    tried: list[str] = []
+    found = _by_path(target, mapping, identify, tried) or \
+        _by_map_files(target, mapping, identify, tried)
+    if found is None:
+        raise TargetError(f"cannot open {target.own_view(mapping.path)} of process {target.pid} "
+                          "through any view: " + "; ".join(tried))
+    return found
+
+
+def _by_path(target: ProcessTarget, mapping: Mapping, identify: Identify,
+             tried: list[str]) -> ModuleFile | None:
     name = target.own_view(mapping.path)
     # (path, the root it is in): separate debug files are looked for there.
-    candidates = [(target.root + name, target.root)] + \
-        ([(mapping.path, "")] if target.root else [])
-    tried = []
+    candidates = [(target.root + name, target.root)]
+    if target.root:
+        candidates.append((mapping.path, ""))
     for path, root in candidates:
         try:
             found = identify(path)
@@ -194,16 +205,22 @@ def module_file(target: ProcessTarget, mapping: Mapping,
         if found == (mapping.dev, mapping.inode):
             # Found only by our path (outside the target's root, e.g. opened
             # before a chroot): a file of ours, named and searched as ours.
-            return ModuleFile(name if root else mapping.path, path, mapping.dev, mapping.inode, root)
+            shown = name if root else mapping.path
+            return ModuleFile(shown, path, mapping.dev, mapping.inode, root)
         tried.append(f"{path}: another file (device and inode differ from the maps line)")
-    map_files = f"/proc/{target.pid}/map_files/{mapping.start:x}-{mapping.end:x}"
+    return None
+
+
+def _by_map_files(target: ProcessTarget, mapping: Mapping, identify: Identify,
+                  tried: list[str]) -> ModuleFile | None:
+    path = f"/proc/{target.pid}/map_files/{mapping.start:x}-{mapping.end:x}"
     try:
-        identify(map_files)
+        identify(path)   # following the link needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE
     except OSError as exc:
-        tried.append(f"{map_files}: {exc.strerror}")
-        raise TargetError(f"cannot open {name} of process {target.pid} through any view: "
-                          + "; ".join(tried)) from None
-    return ModuleFile(name, map_files, mapping.dev, mapping.inode, target.root)
+        tried.append(f"{path}: {exc.strerror}")
+        return None
+    return ModuleFile(target.own_view(mapping.path), path, mapping.dev, mapping.inode,
+                      target.root)
 
 
 def module_files(target: ProcessTarget) -> list[ModuleFile]:

@@ -1,8 +1,8 @@
 """Containers for the live tests, built from this machine's own files (no
 image registry is reachable): a minimal root filesystem for a target, podman
-running it with --rootfs, and namespace roots in which gs-cgen itself runs
-(a tmpfs root with the host's /usr, /etc, /sys, /dev and the repository
-bound in, and a fresh /proc).
+running it with --rootfs, and sandboxes in which gs-cgen itself runs (the
+host's /usr, /etc, /sys, /dev and the repository bound into an empty root,
+a fresh /proc; by unshare + chroot, or by podman --privileged).
 
 The target's files live at /opt/demo-in-container, a path that does not
 exist on the host, so no view of them can be right by accident."""
@@ -62,7 +62,9 @@ def build_rootfs(demo: Path, rootfs: Path) -> Path:
     _run("objcopy", "--only-keep-debug", demo / "app", debug)
     _run("strip", "-o", app, demo / "app")
     _run("objcopy", f"--add-gnu-debuglink={debug}", app)
-    build_id = ElfImage(str(demo / "lib" / "libgsdemo.so")).build_id
+    image = ElfImage(str(demo / "lib" / "libgsdemo.so"))
+    build_id = image.build_id
+    image.close()
     by_id = rootfs / "usr/lib/debug/.build-id" / build_id[:2] / f"{build_id[2:]}.debug"
     by_id.parent.mkdir(parents=True)
     _run("objcopy", "--only-keep-debug", demo / "lib" / "libgsdemo.so", by_id)
@@ -126,8 +128,10 @@ def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     # runc, and no default ulimits: crun and podman's default RLIMIT_NOFILE
     # are refused on these machines (tests/live/containers.conf).
     env = dict(os.environ, CONTAINERS_CONF=str(CONTAINERS_CONF))
-    return subprocess.run(["podman", "--runtime", "runc", *args], env=env, check=check,
-                          capture_output=True, text=True, timeout=120)
+    result = subprocess.run(["podman", "--runtime", "runc", *args], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert not check or result.returncode == 0, f"podman {' '.join(args)}: {result.stderr}"
+    return result
 
 
 def podman_run(name: str, rootfs: str, *args: str) -> PodmanContainer:
@@ -188,8 +192,8 @@ class Sandbox:
         if self.kind == "unshare":
             pids = [] if self.host_pids else ["--pid", "--fork"]
             setup = _namespace_root_script(self.root, self.demo)
-            return ["unshare", "--mount", *pids, "sh", "-c",
-                    f"{setup}\nexec chroot {shlex.quote(str(self.root))} sh -c {shlex.quote(inside)}"]
+            chroot = f"exec chroot {shlex.quote(str(self.root))} sh -c {shlex.quote(inside)}"
+            return ["unshare", "--mount", *pids, "sh", "-c", f"{setup}\n{chroot}"]
         self._make_podman_root()
         # podman makes /dev itself (--privileged: with the host's devices).
         binds = [arg for path in _host_binds() if path != "/dev"
@@ -227,8 +231,8 @@ def _namespace_root_script(root: Path, demo: Path | None) -> str:
     namespace, an empty /tmp and /root, and `demo` at /opt/demo-in-container."""
     r = shlex.quote(str(root))
     lines = ["set -e", f"mount -t tmpfs gs-cgen-root {r}"]
-    for path in _host_binds():
-        lines += [f"mkdir -p {r}{shlex.quote(path)}", f"mount --rbind {shlex.quote(path)} {r}{shlex.quote(path)}"]
+    for path in map(shlex.quote, _host_binds()):
+        lines += [f"mkdir -p {r}{path}", f"mount --rbind {path} {r}{path}"]
     lines += [f"ln -s {shlex.quote(link)} {r}{name}" for name, link in _top_level_links() if link]
     lines += [f"mkdir -p {r}/proc {r}/tmp {r}/root", f"mount -t proc proc {r}/proc"]
     if demo is not None:

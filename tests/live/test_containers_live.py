@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from gs_cgen.runtime import target as proc
 from tests.live import containers as ct
 from tests.live.conftest import REPO, compile_fixture, gs_cgen, marker_line, require
 
@@ -148,7 +149,7 @@ def test_container_modules_are_named_as_the_container_sees_them(in_podman):
     assert lines[0].startswith("backtrace: ")
     frames = [(line.split()[1], line.rsplit("[", 1)[1].split("+")[0]) for line in lines[1:]]
     assert frames[:2] == [("app_step", "app"), ("main", "app")]
-    assert frames[2][1] == "libc.so.6"
+    assert len(frames) >= 3 and frames[2][1] == "libc.so.6"
 
 
 def test_target_path_is_the_containers_path(in_podman):
@@ -162,10 +163,12 @@ def test_target_path_is_the_containers_path(in_podman):
 
 def test_host_path_alone_finds_the_container_process(in_podman, rootfs):
     """-t with the host's path of the file the container maps (same device
-    and inode under another path): its globals through the load offsets."""
+    and inode under another path): the process is found and traced."""
+    host_path = str(rootfs / ct.LIB.lstrip("/"))
+    assert in_podman.host_pid in proc.processes_mapping(proc.target_file(host_path, None))
     script = 'trace compute { print "{} {} {}", $pid, x, lib_data; }'
     env = dict(os.environ, GS_CGEN_DEBUG_ROOTS=str(rootfs / "usr/lib/debug"))
-    lines = trace_lines("-t", str(rootfs / ct.LIB.lstrip("/")), "-s", script, events=2, env=env)
+    lines = trace_lines("-t", host_path, "-s", script, events=2, env=env)
     assert lines == [f"{in_podman.host_pid} 6 1234"] * 2
 
 
@@ -192,9 +195,9 @@ def test_tracer_in_the_targets_container(sandbox, demo):
               'echo "target $app"; '
               f'exec {sys.executable} -m gs_cgen.cli trace -p "$app" -s "$GS_SCRIPT" '
               "--max-events 4 --output plain")
-    runner = subprocess.Popen(sandbox.argv(inside, ("GS_SCRIPT",)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=dict(os.environ, GS_SCRIPT=SCRIPT,
-                                                  CONTAINERS_CONF=str(ct.CONTAINERS_CONF)))
+    env = dict(os.environ, GS_SCRIPT=SCRIPT, CONTAINERS_CONF=str(ct.CONTAINERS_CONF))
+    runner = subprocess.Popen(sandbox.argv(inside, ("GS_SCRIPT",)), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
     try:
         first = runner.stdout.readline()
         assert first.startswith("target "), (first, runner.stderr.read())
@@ -234,9 +237,10 @@ def test_tracer_in_a_container_with_the_hosts_pid_namespace(sandbox, host_demo, 
     inside = (f'test ! -e {demo} || exit 9; {tracer} -s "$GS_SCRIPT"; echo ---; '
               f'{tracer} -t {lib} -s "$GS_LIB_SCRIPT"')
     lib_script = 'trace compute { print "{} {} {} {}", $pid, x, y, lib_data; }'
-    result = subprocess.run(sandbox.argv(inside, ("GS_SCRIPT", "GS_LIB_SCRIPT")), capture_output=True, text=True, timeout=180,
-                            env=dict(os.environ, GS_SCRIPT=SCRIPT, GS_LIB_SCRIPT=lib_script,
-                                     CONTAINERS_CONF=str(ct.CONTAINERS_CONF)))
+    env = dict(os.environ, GS_SCRIPT=SCRIPT, GS_LIB_SCRIPT=lib_script,
+               CONTAINERS_CONF=str(ct.CONTAINERS_CONF))
+    result = subprocess.run(sandbox.argv(inside, ("GS_SCRIPT", "GS_LIB_SCRIPT")),
+                            capture_output=True, text=True, timeout=180, env=env)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     traced, _, by_library = result.stdout.partition("---\n")

@@ -129,8 +129,8 @@ def test_maps_path_within_our_reach_is_ours():
     """Under `unshare --root=/srv/c`, maps says /srv/c/usr/bin/demo (the
     kernel writes paths relative to the reader's root): the target calls it
     /usr/bin/demo, and it opens in the target's root."""
-    chrooted = dataclasses.replace(target(maps=MAPS.replace(" /usr/bin/demo", " /srv/c/usr/bin/demo")),
-                                   root_path="/srv/c")
+    maps = MAPS.replace(" /usr/bin/demo", " /srv/c/usr/bin/demo")
+    chrooted = dataclasses.replace(target(maps=maps), root_path="/srv/c")
     stat = fake_stat({"/proc/77/root/usr/bin/demo": (DEV, 2156966)})
     file = module_file(chrooted, chrooted.executable(), stat)
     assert (file.display_path, file.open_path) == ("/usr/bin/demo", "/proc/77/root/usr/bin/demo")
@@ -188,7 +188,8 @@ def test_target_path_alone_is_a_host_path(tmp_path):
 def test_missing_target_path_says_where_it_was_looked_for(container):
     with pytest.raises(TargetError) as err:
         target_file("/opt/none", container)
-    assert err.value.message == "no such file: /opt/none (looked in the root of process 5 and in ours)"
+    assert err.value.message == \
+        "no such file: /opt/none (looked in the root of process 5 and in ours)"
     with pytest.raises(TargetError, match=r"^no such file: /nonexistent/x$"):
         target_file("/nonexistent/x", None)
 
