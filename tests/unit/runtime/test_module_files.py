@@ -240,3 +240,23 @@ def test_debug_files_are_looked_for_inside_the_targets_root(monkeypatch):
     assert debugfile.debuglink_paths("/usr/bin/demo", "demo.debug", "/proc/77/root") == [
         "/proc/77/root/usr/bin/demo.debug", "/proc/77/root/usr/bin/.debug/demo.debug",
         "/proc/77/root/usr/lib/debug/usr/bin/demo.debug", "/usr/lib/debug/usr/bin/demo.debug"]
+
+
+def test_one_cookie_for_the_probe_and_the_offsets_it_is_filled_under():
+    """The cookie is made from the display path (and build-id): the C
+    constant, the global's address and the map key Python writes agree,
+    whatever view the module was opened through."""
+    from gs_cgen.plan.build import PlanOptions, build_plan
+    from gs_cgen.plan.model import PidNamespace
+    from tests.unit.emit.test_golden import server_module
+    module = server_module()                         # /opt/app/bin/server
+    viewed = ModuleFile(module.path, "/proc/77/root" + module.path, DEV, 99, "/proc/77/root")
+    modules = ModuleSet.of(module)
+    modules.files[module.path] = viewed
+    plan = build_plan(parse("trace handle { print g_count; }"), modules,
+                      PlanOptions("t.gs", PidNamespace(False)))
+    (ref,) = plan.modules
+    (probe,) = plan.probes
+    global_cookie = probe.slots[0].capture.address.cookie
+    assert ref.file is viewed and ref.path == module.path
+    assert ref.cookie == probe.site.module_cookie == global_cookie
