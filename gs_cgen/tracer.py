@@ -13,7 +13,7 @@ from gs_cgen.pipeline import Compiled
 from gs_cgen.render.decode import decode, event_header
 from gs_cgen.render.output import make_sink
 from gs_cgen.runtime import target as proc
-from gs_cgen.runtime.collector import collect
+from gs_cgen.runtime.collector import LossReports, collect
 from gs_cgen.runtime.launch import LaunchedCommand
 from gs_cgen.runtime.offsets import OffsetKeeper
 from gs_cgen.runtime.session import TraceSession, require_privileges
@@ -80,7 +80,7 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         if header["kind"] in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
             keeper.watch(header["key_pid"])
             return True
-        if options.max_events is not None and rendered >= options.max_events:
+        if max_events_reached():
             return False
         probe = probes.get(header["probe_id"])
         if probe is not None and sink(decode(raw, probe), probe):
@@ -90,7 +90,7 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
     def should_stop() -> bool:
         sys.stdout.flush()       # once per poll batch, not per event
         keeper.retry()
-        if options.max_events is not None and rendered >= options.max_events:
+        if max_events_reached():
             return True
         if deadline is not None and time.monotonic() >= deadline:
             return True
@@ -102,7 +102,14 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
             return True
         return stop.raised
 
-    collect(session, on_event, should_stop, lambda n: diagnostics(f"lost {n} events"))
+    def max_events_reached() -> bool:
+        return options.max_events is not None and rendered >= options.max_events
+
+    losses = LossReports(
+        periodic=lambda new, total: diagnostics(f"lost {new} events ({total} in total)"),
+        final=lambda total: diagnostics(f"lost {total} events in total"))
+    collect(session, on_event, should_stop, losses,
+            unread_is_lost=lambda: not max_events_reached())
     sys.stdout.flush()
     return 0
 

@@ -2,43 +2,95 @@
 from __future__ import annotations
 
 from gs_cgen.dwarf.model import LoadSegment
-from gs_cgen.runtime.collector import LossTracker, collect
+from gs_cgen.abi import abi
+from gs_cgen.runtime import collector
+from gs_cgen.runtime.collector import EventAccount, EventCounts, LossReports, collect
 from gs_cgen.runtime.target import ProcessTarget, module_offsets, parse_maps
 
 
+def trace_event() -> bytes:
+    hdr = abi().structs["gs_event_hdr"]
+    return hdr.pack(kind=abi().constants["GS_EVENT_TRACE"], size=hdr.size)
+
+
 class FakeSession:
-    def __init__(self, lost_sequence):
-        self.lost_sequence = list(lost_sequence)
-        self.lost = 0
+    """Probes that produced `sent` events, of which the ring holds `queued`
+    for us and refused `failed_sequence[i]` by poll i."""
+
+    def __init__(self, failed_sequence, sent, queued=None):
+        self.failed_sequence = list(failed_sequence)
+        self.failed = 0
+        self.sent = sent
+        self.queued = sent if queued is None else queued
         self.polls = 0
+        self.detached_at_poll = None
 
     def open_events(self, on_event):
         self.on_event = on_event
 
     def poll(self, timeout_ms):
         self.polls += 1
-        self.on_event(b"x")
-        if self.lost_sequence:
-            self.lost = self.lost_sequence.pop(0)
-        return False
+        if self.queued:
+            self.queued -= 1
+            self.on_event(trace_event())
+        if self.failed_sequence:
+            self.failed = self.failed_sequence.pop(0)
+        return bool(self.queued)
 
-    def lost_events(self):
-        return self.lost
+    def detach(self):
+        self.detached_at_poll = self.polls
+
+    def event_counts(self):
+        return EventCounts(self.sent, self.failed)
 
 
-def test_losses_are_reported_at_exit_never_silently():
-    session, reports, events = FakeSession([0, 3, 7]), [], []
-    tracker = collect(session, events.append, lambda: session.polls >= 3, reports.append)
-    assert tracker.total == 7 and sum(reports) == 7 and events
+def reporting():
+    periodic, final = [], []
+    return periodic, final, LossReports(lambda new, total: periodic.append((new, total)),
+                                        final.append)
 
 
-def test_loss_tracker_rate_limits_reports():
-    tracker = LossTracker(last_report=100.0)
-    tracker.kernel_lost = 5
-    assert tracker.unreported(100.5) == 0          # not due yet
-    assert tracker.unreported(103.0) == 5
-    tracker.kernel_lost = 7
-    assert tracker.unreported(103.1, force=True) == 2
+def test_every_loss_is_in_the_final_total():
+    session = FakeSession([0, 3, 7], sent=5)
+    periodic, final, losses = reporting()
+    account = collect(session, lambda raw: True, lambda: session.polls >= 3, losses)
+    assert final == [7] and account.received == 5
+    assert account.received + final[0] == account.produced      # nothing unaccounted
+
+
+def test_events_left_in_the_ring_after_the_drain_count_as_lost(monkeypatch):
+    monkeypatch.setattr(collector, "DRAIN_SECONDS", 0.0)
+    session = FakeSession([0], sent=10)
+    _, final, losses = reporting()
+    account = collect(session, lambda raw: True, lambda: session.polls >= 2, losses)
+    assert account.received < 10
+    assert final == [10 - account.received]
+
+
+def test_probes_are_detached_before_the_drain():
+    session = FakeSession([], sent=4)
+    _, final, losses = reporting()
+    collect(session, lambda raw: True, lambda: session.polls >= 1, losses)
+    assert session.detached_at_poll == 1 and final == []
+
+
+def test_unread_events_are_not_losses_when_no_more_were_wanted(monkeypatch):
+    monkeypatch.setattr(collector, "DRAIN_SECONDS", 0.0)
+    session = FakeSession([2], sent=10)
+    _, final, losses = reporting()
+    collect(session, lambda raw: True, lambda: session.polls >= 1, losses,
+            unread_is_lost=lambda: False)
+    assert final == [2]
+
+
+def test_periodic_reports_carry_the_running_total():
+    account = EventAccount(last_report=100.0)
+    account.counts = EventCounts(sent=10, failed=5)
+    assert account.due_report(100.5) is None         # not due yet
+    assert account.due_report(103.0) == (5, 5)
+    account.counts = EventCounts(sent=10, failed=7)
+    assert account.due_report(103.1) is None
+    assert account.due_report(105.1) == (2, 7)
 
 
 MAPS = """\
