@@ -77,6 +77,11 @@ def _unterminated_comment(token: Token) -> None:
     raise ScriptError("unterminated comment: '/*' has no matching '*/'", span)
 
 
+# Words of the language itself; none can name a script variable.
+KEYWORDS = frozenset({"trace", "print", "let", "if", "else", "bt", "backtrace", "true",
+                      "false", "cast"})
+
+
 def _token_span(token: Token) -> SourceSpan:
     return SourceSpan(token.line, token.column, token.end_line,
                       token.end_column)
@@ -137,6 +142,10 @@ class _ToAst(Transformer):
 
     def let_stmt(self, meta, children):
         name, value = children
+        if str(name) in KEYWORDS:
+            # The contextual lexer reads a keyword after `let` as a NAME.
+            raise ScriptError(f"'{name}' is a keyword and cannot be bound with let",
+                              _token_span(name), hints=("choose another name",))
         return ast.Let(str(name), value, _meta_span(meta))
 
     def if_stmt(self, meta, children):
