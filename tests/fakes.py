@@ -75,7 +75,7 @@ class FakeModule:
         return self.variables.get(pc, [])
 
     def has_function_symbol(self, name: str) -> bool:
-        return name in self.functions
+        return name in self.functions or name in self.ifuncs
 
     def exports_function(self, name: str) -> bool:
         return name in self.functions and name not in self.local_functions
