@@ -482,7 +482,10 @@ class ModuleDebugInfo:
                 if best is not None and best.address <= row.address <= vaddr:
                     best = None        # that sequence ended before vaddr
                 continue
-            if row.line and (best is None or row.address >= best.address):
+            # gdb's find_pc_sect_line: the last row at the address, but an
+            # is_stmt one there over a later non-statement row.
+            if row.line and (best is None or row.address > best.address or
+                             (row.address == best.address and (row.is_stmt or not best.is_stmt))):
                 best = row
         if best is None:
             return CodeLocation(function, None, None)
