@@ -174,12 +174,14 @@ class ElfImage:
         if self._symbols is None:
             # .symtab has the local (static) functions too; .dynsym is what
             # survives `strip`, and the only table with every version.
-            dynamic = self._read_symbols(".dynsym", self._dynamic_versions())
-            if self.has_symtab:
-                static = self._symtab_image._read_symbols(".symtab")
-                self._symbols = SymbolTable(_with_dynamic_versions(static, dynamic))
+            if not self.has_symtab:
+                self._symbols = SymbolTable(self._read_symbols(".dynsym", self._dynamic_versions()))
+            elif self.section(".gnu.version_d") is None:      # no versions to add
+                self._symbols = SymbolTable(self._symtab_image._read_symbols(".symtab"))
             else:
-                self._symbols = SymbolTable(dynamic)
+                static = self._symtab_image._read_symbols(".symtab")
+                dynamic = self._read_symbols(".dynsym", self._dynamic_versions())
+                self._symbols = SymbolTable(_with_dynamic_versions(static, dynamic))
         return self._symbols
 
     def _dynamic_versions(self) -> list[tuple[str | None, bool]]:
@@ -204,7 +206,8 @@ class ElfImage:
                 continue
             if not sym_name or shndx == 0:      # SHN_UNDEF: imported, no address here
                 continue
-            bare, version, hidden = version_of(sym_name)
+            bare, version, hidden = version_of(sym_name) if "@" in sym_name else \
+                (sym_name, None, False)
             if index < len(versions):
                 version, hidden = versions[index]
             local = (info >> 4) == 0

@@ -157,21 +157,22 @@ class ModuleDebugInfo:
         subprogram at the symbol's address is the function, whatever its
         DW_AT_name (`malloc` is `__libc_malloc`), as for gdb's `break`."""
         self.require_debug_info()
+        bare = parse_bare(name)
         symbols = [s for s in self._symbols_named(name, SymbolKind.FUNC) if not s.ifunc]
         found: dict[int, FunctionSite] = {}
         for sym in symbols:
             hit = self._dwarf.function_at(sym.address)
-            alias_ok = sym.name == parse_bare(name)      # clones must keep the DWARF name
+            # An alias may name any subprogram; a clone (f.constprop.0) must be f's.
             if hit is not None and hit[1].ranges[0][0] == sym.address and \
-                    (alias_ok or hit[1].name == name):
+                    (sym.name == bare or hit[1].name == name):
                 found.setdefault(hit[1].die_offset, self._function_site(*hit))
         if not found and not self._elf.has_symtab:
             found = {e.die_offset: self._function_site(cu, e) for cu, e in self._scan_functions(name)}
         for site in self._inlined_sites(name, found):
             found.setdefault(-site.probe_address, site)
-        if not found:
+        if not found:          # known to the symbol table only: attach, no variables
             found = {-s.address: self._symbol_site(s.address, s.name) for s in symbols
-                     if s.name == parse_bare(name)}
+                     if s.name == bare}
         if not found:
             self._raise_not_found(name)
         return sorted(found.values(), key=lambda site: site.low_pc)
