@@ -140,12 +140,15 @@ def _module_set(process, target_path):
     """-t names the module (functions and lines resolve there only); -p
     alone resolves in the executable, then in the libraries it maps."""
     from gs_cgen.plan.modules import ModuleSet  # noqa: PLC0415
+    from gs_cgen.runtime.ifunc import GotReader  # noqa: PLC0415
     others = tuple(process.module_paths()) if process else ()
+    reader = GotReader(process)        # which implementation a GNU IFUNC runs
     if target_path:
         if not os.path.exists(target_path):
             raise TargetError(f"no such file: {target_path}")
-        return ModuleSet(os.path.realpath(target_path), others, restrict_to_default=True)
-    return ModuleSet(process.exe_path, others)
+        return ModuleSet(os.path.realpath(target_path), others, restrict_to_default=True,
+                         ifunc_reader=reader)
+    return ModuleSet(process.exe_path, others, ifunc_reader=reader)
 
 
 @cli.command()

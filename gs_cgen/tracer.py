@@ -118,7 +118,7 @@ def _print_sites(compiled: Compiled) -> None:
     for probe in compiled.plan.probes:
         site = probe.site
         where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
-        print(f"probe {site.probe_id}: {site.pattern_text} -> {site.function or '?'} at {where} "
+        print(f"probe {site.probe_id}: {site.pattern_text} -> {site.function_text} at {where} "
               f"[{site.module_path} 0x{site.address:x}, file offset 0x{site.file_offset:x}] "
               f"({len(probe.slots)} value(s), {probe.event_size}-byte event) verified")
     sys.stdout.flush()

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.errors import DebugInfoError, PlanError
+from gs_cgen.plan.model import GotSlot, IfuncChoice, IfuncLookup
+
+# Reads an IFUNC's choice out of a process (runtime/ifunc.py); None when
+# no process it can see has run that resolver.
+IfuncReader = Callable[[IfuncLookup], "IfuncChoice | None"]
 
 
 @dataclass
@@ -15,12 +21,15 @@ class ModuleSet:
     default_path: str
     other_paths: tuple[str, ...] = ()
     restrict_to_default: bool = False      # -t named the module: look nowhere else
+    ifunc_reader: IfuncReader | None = None
     _opened: dict[str, object] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, default, *others, restrict_to_default: bool = False) -> "ModuleSet":
+    def of(cls, default, *others, restrict_to_default: bool = False,
+           ifunc_reader: IfuncReader | None = None) -> "ModuleSet":
         """A set over modules opened already (tests, `info`)."""
-        modules = cls(default.path, tuple(m.path for m in others), restrict_to_default)
+        modules = cls(default.path, tuple(m.path for m in others), restrict_to_default,
+                      ifunc_reader)
         for module in (default, *others):
             modules._opened[module.path] = module
         return modules
@@ -66,11 +75,32 @@ class ModuleSet:
         if self.restrict_to_default:
             return [default]
         if default.has_debug_info and default.has_function_symbol(name):
-            holders = [default] + [m for m in self.others()
-                                   if m.has_debug_info and m.has_function_symbol(name)]
-        else:
-            holders = [m for m in self.others() if m.has_debug_info and m.has_function_symbol(name)]
-        return holders
+            return [default] + [m for m in self.others()
+                                if m.has_debug_info and m.has_function_symbol(name)]
+        holders = [m for m in self.others() if m.has_debug_info and m.has_function_symbol(name)]
+        return _exporters_only(holders, name)
+
+    def choose_ifunc(self, module, ifunc) -> IfuncChoice:
+        """Which implementation of the GNU IFUNC `ifunc` (defined in
+        `module`) runs: read from the GOT of a process that resolved it.
+        Its own IRELATIVE slots first, then the executable's import slots."""
+        slots = [GotSlot(module.path, tuple(module.segments), vaddr, True)
+                 for vaddr in ifunc.got_slots]
+        default = self.default
+        if default is not module:
+            slots += [GotSlot(default.path, tuple(default.segments), vaddr, False)
+                      for vaddr in default.import_slots(ifunc.name)]
+        lookup = IfuncLookup(ifunc.name, module.path, tuple(module.segments), tuple(slots),
+                             tuple(address for address, _ in ifunc.implementations))
+        choice = self.ifunc_reader(lookup) if self.ifunc_reader and slots else None
+        if choice is not None:
+            return choice
+        raise DebugInfoError(
+            f"'{ifunc.name}' in '{module.path}' is a GNU indirect function (IFUNC), and no "
+            "process that gs-cgen can read has resolved it, so which implementation runs "
+            "is unknown", candidates=tuple(name for _, name in ifunc.implementations),
+            hints=("trace one of the implementations by name, or give -p PID of a process "
+                   "that maps this file",))
 
     def line_modules(self, file: str, line: int) -> list:
         """The default module when it has `file`, else the others that do."""
@@ -114,3 +144,13 @@ class ModuleSet:
 
     def global_names(self, own) -> list[str]:
         return own.global_names() if own.has_debug_info else []
+
+
+def _exporters_only(holders: list, name: str) -> list:
+    """Of several libraries holding `name`, the one that exports it when
+    the others have it only as a file-local symbol (ld.so's own static
+    `strlen` next to libc's): the dynamic linker binds the name there."""
+    if len(holders) < 2:
+        return holders
+    exporters = [m for m in holders if m.exports_function(name)]
+    return exporters if len(exporters) == 1 else holders

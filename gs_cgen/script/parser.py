@@ -36,7 +36,8 @@ _MAX_INT = 2**64 - 1
 _HEX_BYTES = re.compile(r"[0-9a-fA-F ]*")
 
 _ADDRESS = re.compile(r"0[xX]([0-9a-fA-F]+)")
-_FUNCTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A C identifier, optionally with a symbol version (`memcpy@@GLIBC_2.14`).
+_FUNCTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(@@?[A-Za-z_][A-Za-z0-9_.]*)?")
 
 
 def parse(text: str) -> ast.Script:
