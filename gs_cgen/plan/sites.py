@@ -46,9 +46,21 @@ def _functions(name: str, modules: ModuleSet) -> list[tuple]:
             f"function '{name}' is defined in several modules: {paths}",
             hints=(f"name the module with -t, e.g. -t {holders[1].path} -p PID",))
     module = holders[0] if holders else modules.default
-    module.require_debug_info()
+    functions = module.find_functions(name) if holders else _in_default(name, modules)
     return [(module, f.probe_address, f.name, f.decl_file, f.decl_line)
-            for f in sorted(module.find_functions(name), key=lambda f: f.probe_address)]
+            for f in sorted(functions, key=lambda f: f.probe_address)]
+
+
+def _in_default(name: str, modules: ModuleSet) -> list:
+    """No symbol table has `name`; the default module's DWARF still may
+    (a file without .symtab). Else the error says where we looked."""
+    default = modules.default
+    if default.has_debug_info:
+        try:
+            return default.find_functions(name)
+        except DebugInfoError:
+            pass
+    modules.raise_function_not_found(name)
 
 
 def _site(block: ast.TraceBlock, module, probe_id: int, address: int,

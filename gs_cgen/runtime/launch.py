@@ -3,30 +3,48 @@ instruction, so probes are attached before any of its code runs.
 
 The child asks to be ptraced and execs; the kernel stops it with SIGTRAP
 right after execve, with the program and ld.so mapped and nothing run.
-Detaching lets it go; from then on it is an ordinary child we wait for."""
+Detaching lets it go; from then on it is an ordinary child we wait for.
+A command that is a script can be followed to its next execve
+(PTRACE_O_TRACEEXEC), where it is held the same way (ptrace(2))."""
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
+import stat
 import subprocess
 from dataclasses import dataclass
 
 from gs_cgen.errors import TargetError
 
 _PTRACE_TRACEME = 0
+_PTRACE_CONT = 7
 _PTRACE_DETACH = 17
+_PTRACE_SETOPTIONS = 0x4200
+_PTRACE_O_TRACEEXEC = 0x10
+_PTRACE_EVENT_EXEC = 4
+# The wait status of an exec stop, shifted right by 8 (ptrace(2)).
+_EXEC_STOP = signal.SIGTRAP | (_PTRACE_EVENT_EXEC << 8)
+# A script is run by its interpreter: `bash SCRIPT ARGS`, `/usr/bin/env bash SCRIPT ARGS`.
+_SCRIPT_ARGUMENTS = slice(1, 3)
+
 _libc = ctypes.CDLL(None, use_errno=True)
+_ptrace = _libc.ptrace
+# ptrace is variadic in glibc: pass every argument at full width.
+_ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+_ptrace.restype = ctypes.c_long
 
 
 def _trace_me() -> None:
-    _libc.ptrace(_PTRACE_TRACEME, 0, None, None)
+    _ptrace(_PTRACE_TRACEME, 0, None, None)
 
 
 @dataclass
 class LaunchedCommand:
     process: subprocess.Popen
+    argv: tuple[str, ...] = ()
     released: bool = False
+    follows_exec: bool = False
 
     @property
     def pid(self) -> int:
@@ -35,7 +53,7 @@ class LaunchedCommand:
     def release(self) -> None:
         """Let the held command run (detach; no signal is delivered)."""
         if not self.released:
-            _libc.ptrace(_PTRACE_DETACH, self.pid, None, None)
+            _ptrace(_PTRACE_DETACH, self.pid, None, None)
             self.released = True
 
     def abandon(self) -> None:
@@ -52,6 +70,50 @@ class LaunchedCommand:
             return f"killed by {signal.Signals(-code).name}"
         return f"exited with status {code}"
 
+    def runs_script(self) -> bool:
+        """Whether the held program is an interpreter given a script (a
+        `#!` file among its first arguments), which may exec the program
+        the user means."""
+        try:
+            with open(f"/proc/{self.pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            return False
+        return any(_is_script(self.pid, arg.decode(errors="replace"))
+                   for arg in argv[_SCRIPT_ARGUMENTS] if arg)
+
+    def follow_exec(self) -> bool:
+        """Run the held command to its next execve and hold it there: True;
+        False when it ended first (its exit status is kept). Signals that
+        arrive on the way are passed on to it."""
+        if not self.follows_exec:
+            _ptrace(_PTRACE_SETOPTIONS, self.pid, None, _PTRACE_O_TRACEEXEC)
+            self.follows_exec = True
+        pending = 0
+        while True:
+            _ptrace(_PTRACE_CONT, self.pid, None, pending)
+            _, status = os.waitpid(self.pid, 0)
+            if not os.WIFSTOPPED(status):
+                self.process.returncode = os.waitstatus_to_exitcode(status)
+                self.released = True          # nothing left to detach from
+                return False
+            if status >> 8 == _EXEC_STOP:
+                return True
+            pending = os.WSTOPSIG(status)
+
+
+def _is_script(pid: int, argument: str) -> bool:
+    # A relative path is relative to the program's working directory; only
+    # regular files are opened (a FIFO would block).
+    path = argument if argument.startswith("/") else f"/proc/{pid}/cwd/{argument}"
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
+
 
 def launch_held(argv: list[str]) -> LaunchedCommand:
     try:
@@ -64,4 +126,4 @@ def launch_held(argv: list[str]) -> LaunchedCommand:
     if not os.WIFSTOPPED(status):
         process.returncode = os.waitstatus_to_exitcode(status)
         raise TargetError(f"{argv[0]} ended before it could be traced")
-    return LaunchedCommand(process)
+    return LaunchedCommand(process, tuple(argv))
