@@ -177,7 +177,8 @@ def _held_module_paths(process) -> tuple[str, ...]:
         return tuple(mapped)
     for missing in closure.missing:
         _diagnostic(f"note: {missing.describe()}")
-    return tuple(dict.fromkeys([*mapped, *closure.libraries]))
+    # Load order, as ld.so searches them: the closure, then what else is mapped.
+    return tuple(dict.fromkeys([*closure.libraries, *mapped]))
 
 
 def _module_set(process, target_path, others: tuple[str, ...]):

@@ -59,7 +59,7 @@ class LoaderEnvironment:
 @dataclass(frozen=True)
 class MissingLibrary:
     name: str
-    needed_by: str
+    needed_by: str                        # a path, or "LD_PRELOAD"
     searched: tuple[str, ...]             # directories, and "ld.so.cache"
 
     def describe(self) -> str:
@@ -140,7 +140,7 @@ class _Search:
         interpreter = self._interpreter()
         queue = deque([self.main])
         for name in self.env.preload:           # ld.so maps them before any DT_NEEDED
-            self._need(name, self.main, queue)
+            self._need(name, self.main, queue, needed_by="LD_PRELOAD")
         while queue:
             requester = queue.popleft()
             for name in requester.info.needed:
@@ -159,7 +159,8 @@ class _Search:
         self._register(interpreter, path, found[1])
         return interpreter
 
-    def _need(self, name: str, requester: _Loaded, queue: deque) -> None:
+    def _need(self, name: str, requester: _Loaded, queue: deque,
+              needed_by: str | None = None) -> None:
         if name in self.names:
             self._place(self.names[name])
             return
@@ -180,7 +181,7 @@ class _Search:
             self._place(obj)
             queue.append(obj)
             return
-        self.missing.append(MissingLibrary(name, requester.path, tuple(tried)))
+        self.missing.append(MissingLibrary(name, needed_by or requester.path, tuple(tried)))
 
     def _place(self, obj: _Loaded) -> None:
         """The interpreter is listed where a DT_NEEDED first names it."""

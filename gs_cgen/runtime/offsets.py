@@ -2,7 +2,13 @@
 time, for processes that exec later (-t), and whenever a probe reports a
 miss (a library mapped after we looked). A process whose modules are not
 all mapped yet is retried for a while; until then its values read as
-`<error: offsets unavailable>`, never as guesses."""
+`<error: offsets unavailable>`, never as guesses.
+
+A probe reports a process's misses once (gs_offsets_wanted), so that a hot
+probe cannot flood the ring. When the retries give up with a module still
+unmapped (a library dlopen()ed later, or one the command loads after a
+while), that report is re-armed: the next miss is reported again, at most
+once per RETRY_SECONDS per process, until the module maps."""
 from __future__ import annotations
 
 import time
@@ -17,7 +23,7 @@ RETRY_SECONDS = 3.0
 
 @dataclass
 class OffsetKeeper:
-    session: object                      # TraceSession (set_module_offsets)
+    session: object                      # TraceSession (set_module_offsets, rearm_offsets_notice)
     modules: tuple[ModuleRef, ...]
     pid_filter: int | None = None
     pending: dict[int, float] = field(default_factory=dict)   # pid -> give-up time
@@ -49,8 +55,11 @@ class OffsetKeeper:
     def retry(self) -> None:
         now = time.monotonic()
         for pid, give_up in list(self.pending.items()):
-            if self.fill(pid) or now > give_up:
+            if self.fill(pid):
                 del self.pending[pid]
+            elif now > give_up:
+                del self.pending[pid]
+                self.session.rearm_offsets_notice(pid)
 
     def fill_existing(self) -> None:
         """Processes running when we attach: the -p process, or (-t) every

@@ -140,6 +140,15 @@ class TraceSession:
         table[key] = table.Leaf(text=offsets.text & _U64, rodata=offsets.rodata & _U64,
                                 data=offsets.data & _U64, bss=offsets.bss & _U64)
 
+    def rearm_offsets_notice(self, pid: int) -> None:
+        """Let the probes report `pid`'s next offsets miss: they report a
+        process once, until its entry here is deleted."""
+        table = self.bpf[abi().map_names["GS_MAP_OFFSETS_WANTED"]]
+        try:
+            del table[table.Key(pid)]
+        except KeyError:
+            pass                          # no probe has missed yet
+
     def lost_events(self) -> int:
         table = self.bpf[abi().map_names["GS_MAP_LOST"]]
         return sum(int(getattr(v, "value", v)) for v in table[0])

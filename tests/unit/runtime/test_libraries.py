@@ -170,3 +170,14 @@ def test_hwcaps_levels_build_on_each_other():
     assert supported_hwcaps(v2) == ("x86-64-v2",)
     assert supported_hwcaps(v2 | v3) == ("x86-64-v3", "x86-64-v2")
     assert supported_hwcaps(v3) == ()          # v3 without v2 is no level at all
+
+
+def test_ld_preload_comes_first_and_a_missing_one_is_a_note(tree):
+    leaf = str(tree / "deps/libleaf.so")
+    env = environment(LD_PRELOAD=f"{leaf} libgs-cgen-no-such-preload.so")
+    closure = library_closure(str(tree / "bin/app-narrow"), env)
+    assert closure.libraries[0] == leaf
+    (missing,) = closure.missing                      # libleaf.so: the preload serves it
+    assert (missing.name, missing.needed_by) == ("libgs-cgen-no-such-preload.so", "LD_PRELOAD")
+    found, _ = ldd(tree / "bin/app-narrow", LD_PRELOAD=leaf)
+    assert found == list(closure.libraries)
