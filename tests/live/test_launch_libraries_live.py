@@ -15,7 +15,8 @@ Expected values are gdb's:
     ((PyDictObject *)op)->ma_used = 2, ((PyLongObject *)value)->ob_digit[0] = 42.
   dlopen host after SIGUSR1, `break plugin_work`: factor = 3,
     plugin_total = 5000, plugin_label = "late plugin", host_generation = 77;
-    `break host_tick` after the dlopen: plugin_total = 5000.
+    `break host_tick` after the dlopen: plugin_total = 5000; `host PLUGIN 3`
+    (dlopen at once): iteration = 0, 1, 2 with the same values, exit 0.
 """
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def launch(*args: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def trace_lines(result: subprocess.CompletedProcess) -> list[str]:
-    """Trace output without the launched program's own "ready" line."""
-    return [line for line in result.stdout.splitlines() if line != "ready"]
+    """Trace output without the launched program's own lines."""
+    return [line for line in result.stdout.splitlines() if line not in ("ready", "loaded")]
 
 
 # -- COMMAND -------------------------------------------------------------------
@@ -111,6 +112,16 @@ def test_launch_with_an_unresolvable_library_still_runs(shlib):
     assert f"gs-cgen: note: {missing}, needed by LD_PRELOAD, was not found (searched: " \
         in result.stderr
     assert trace_lines(result) == ["work 0", "work 1"]
+    assert "command exited with status 0" in result.stderr
+
+
+def test_launch_with_target_library_it_dlopens(dlopen_host):
+    host, plugin = dlopen_host
+    script = ('trace plugin_work { print "{} {} {} {}", iteration, factor, plugin_total, '
+              "host_generation; }")
+    result = launch("-t", str(plugin), "-s", script, "--", str(host), str(plugin), "3")
+    assert result.returncode == 0, result.stderr
+    assert trace_lines(result) == [f"{i} 3 5000 77" for i in range(3)]
     assert "command exited with status 0" in result.stderr
 
 
