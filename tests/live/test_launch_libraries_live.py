@@ -115,6 +115,24 @@ def test_launch_with_an_unresolvable_library_still_runs(shlib):
     assert "command exited with status 0" in result.stderr
 
 
+def test_launch_follows_a_wrapper_script_to_the_program_it_execs(shlib, tmp_path):
+    lib, app = shlib
+    wrapper = tmp_path / "run-app"
+    wrapper.write_text(f'#!/bin/sh\nGSDEMO_ITERATIONS=2 exec "{app}" "$@"\n')
+    wrapper.chmod(0o755)
+    result = launch("-s", 'trace lib_work { print "work {} {}", iteration, lib_data; }',
+                    "--", str(wrapper))
+    assert result.returncode == 0, result.stderr
+    assert f"gs-cgen: {wrapper} is a script: following it" in result.stderr
+    assert trace_lines(result) == ["work 0 1234", "work 1 1234"]
+    assert "command exited with status 0" in result.stderr
+    # in the program it runs, a name found nowhere is the usual error at once
+    typo = launch("-s", "trace lib_wrok { print iteration; }", "--", str(wrapper))
+    assert typo.returncode == 1
+    assert f"no function 'lib_wrok' in '{os.path.realpath(app)}'" in typo.stderr
+    assert "did you mean: lib_work" in typo.stderr
+
+
 def test_launch_with_target_library_it_dlopens(dlopen_host):
     host, plugin = dlopen_host
     script = ('trace plugin_work { print "{} {} {} {}", iteration, factor, plugin_total, '
