@@ -168,10 +168,11 @@ def _held_module_paths(process) -> tuple[str, ...]:
     libraries ld.so will load come from its library closure. One that
     cannot be found is a note: the command still runs."""
     from gs_cgen.errors import DebugInfoError  # noqa: PLC0415
-    from gs_cgen.runtime.libraries import library_closure, process_loader_environment  # noqa: PLC0415
+    from gs_cgen.runtime import libraries  # noqa: PLC0415
     mapped = process.module_paths()
     try:
-        closure = library_closure(process.exe_path, process_loader_environment(process.pid))
+        closure = libraries.library_closure(process.exe_path,
+                                            libraries.process_loader_environment(process.pid))
     except (DebugInfoError, OSError) as exc:
         _diagnostic(f"note: cannot work out the libraries {process.exe_path} will load: {exc}")
         return tuple(mapped)

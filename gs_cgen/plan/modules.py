@@ -91,7 +91,9 @@ class ModuleSet:
             if not module.has_debug_info and module.has_function_symbol(name):
                 module.require_debug_info()
         pool = {n for m in modules if m.has_debug_info for n in m.function_names()}
-        where = f"'{self.default.path}'" + (" or the libraries it loads" if len(modules) > 1 else "")
+        where = f"'{self.default.path}'"
+        if len(modules) > 1:
+            where += " or the libraries it loads"
         raise DebugInfoError(f"no function '{name}' in {where}",
                              candidates=nearest(name, pool), hints=(self.searched(),))
 

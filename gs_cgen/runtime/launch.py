@@ -22,6 +22,7 @@ _PTRACE_CONT = 7
 _PTRACE_DETACH = 17
 _PTRACE_SETOPTIONS = 0x4200
 _PTRACE_O_TRACEEXEC = 0x10
+_PTRACE_O_EXITKILL = 0x100000
 _PTRACE_EVENT_EXEC = 4
 # The wait status of an exec stop, shifted right by 8 (ptrace(2)).
 _EXEC_STOP = signal.SIGTRAP | (_PTRACE_EVENT_EXEC << 8)
@@ -58,7 +59,9 @@ class LaunchedCommand:
 
     def abandon(self) -> None:
         """Kill a command that never got going (compile error, Ctrl-C)."""
-        if self.process.poll() is None:
+        # Not poll(): a ptrace stop not yet waited for (Ctrl-C while
+        # following an exec) would pass for an exit there.
+        if self.process.returncode is None:
             self.process.kill()
             if not self.released:
                 self.release()
@@ -87,7 +90,7 @@ class LaunchedCommand:
         False when it ended first (its exit status is kept). Signals that
         arrive on the way are passed on to it."""
         if not self.follows_exec:
-            _ptrace(_PTRACE_SETOPTIONS, self.pid, None, _PTRACE_O_TRACEEXEC)
+            _ptrace(_PTRACE_SETOPTIONS, self.pid, None, _PTRACE_O_EXITKILL | _PTRACE_O_TRACEEXEC)
             self.follows_exec = True
         pending = 0
         while True:
@@ -126,4 +129,6 @@ def launch_held(argv: list[str]) -> LaunchedCommand:
     if not os.WIFSTOPPED(status):
         process.returncode = os.waitstatus_to_exitcode(status)
         raise TargetError(f"{argv[0]} ended before it could be traced")
+    # Held, it must not outlive us (gs-cgen killed before releasing it).
+    _ptrace(_PTRACE_SETOPTIONS, process.pid, None, _PTRACE_O_EXITKILL)
     return LaunchedCommand(process, tuple(argv))

@@ -16,8 +16,10 @@ Every DT_NEEDED name, breadth first from the executable, is looked up:
 A name (requested name or soname) or file (device and inode) loaded once is
 not loaded again. In each directory the glibc-hwcaps subdirectories this CPU
 supports come first, and a file of the wrong ELF class or machine is passed
-over, as ld.so does. Not modelled: the legacy hwcaps subdirectories (tls/,
-x86_64/; dropped in glibc 2.37), secure-execution mode, and dlopen().
+over, as ld.so does (a file that is no ELF at all is passed over too, where
+ld.so would stop the program). Not modelled: the legacy hwcaps
+subdirectories (tls/, x86_64/; dropped in glibc 2.37), secure-execution
+mode, and dlopen().
 """
 from __future__ import annotations
 
