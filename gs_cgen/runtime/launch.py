@@ -5,20 +5,28 @@ The child asks to be ptraced and execs; the kernel stops it with SIGTRAP
 right after execve, with the program and ld.so mapped and nothing run.
 Detaching lets it go; from then on it is an ordinary child we wait for.
 A command that is a script can be followed to its next execve
-(PTRACE_O_TRACEEXEC), where it is held the same way (ptrace(2))."""
+(PTRACE_O_TRACEEXEC), where it is held the same way (ptrace(2)). Once the
+probes are attached, the program can be run through ld.so to its entry
+point (a one-shot int3 at AT_ENTRY): every library of its closure is mapped
+there, so their load offsets are known before the program's own code runs."""
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
 import stat
+import struct
 import subprocess
 from dataclasses import dataclass
 
 from gs_cgen.errors import TargetError
 
 _PTRACE_TRACEME = 0
+_PTRACE_PEEKTEXT = 1
+_PTRACE_POKETEXT = 4
 _PTRACE_CONT = 7
+_PTRACE_GETREGS = 12
+_PTRACE_SETREGS = 13
 _PTRACE_DETACH = 17
 _PTRACE_SETOPTIONS = 0x4200
 _PTRACE_O_TRACEEXEC = 0x10
@@ -26,6 +34,10 @@ _PTRACE_O_EXITKILL = 0x100000
 _PTRACE_EVENT_EXEC = 4
 # The wait status of an exec stop, shifted right by 8 (ptrace(2)).
 _EXEC_STOP = signal.SIGTRAP | (_PTRACE_EVENT_EXEC << 8)
+_AT_ENTRY, _AT_BASE = 9, 7           # auxv tags (elf.h)
+_INT3 = 0xCC
+_RIP = 16                             # index of rip in struct user_regs_struct (sys/user.h)
+_UserRegs = ctypes.c_ulonglong * 27
 # A script is run by its interpreter: `bash SCRIPT ARGS`, `/usr/bin/env bash SCRIPT ARGS`.
 _SCRIPT_ARGUMENTS = slice(1, 3)
 
@@ -85,13 +97,38 @@ class LaunchedCommand:
         return any(_is_script(self.pid, arg.decode(errors="replace"))
                    for arg in argv[_SCRIPT_ARGUMENTS] if arg)
 
-    def follow_exec(self) -> bool:
-        """Run the held command to its next execve and hold it there: True;
-        False when it ended first (its exit status is kept). Signals that
-        arrive on the way are passed on to it."""
-        if not self.follows_exec:
-            _ptrace(_PTRACE_SETOPTIONS, self.pid, None, _PTRACE_O_EXITKILL | _PTRACE_O_TRACEEXEC)
-            self.follows_exec = True
+    def run_to_entry(self) -> bool:
+        """Run the held program until ld.so jumps to its entry point, and
+        hold it there: True. False when it ended first, or when it cannot
+        be stopped there (it is then still held where it was)."""
+        entry = _entry_point(self.pid)
+        if entry is None:
+            return False
+        original = self._peek(entry)
+        # No ld.so (static), or an int3 there already (a uprobe on the
+        # entry point would swallow ours).
+        if original is None or original & 0xFF == _INT3:
+            return False
+        _ptrace(_PTRACE_POKETEXT, self.pid, entry, (original & ~0xFF) | _INT3)
+        if not self._resume_until(signal.SIGTRAP):
+            return False
+        _ptrace(_PTRACE_POKETEXT, self.pid, entry, original)
+        regs = _UserRegs()
+        _ptrace(_PTRACE_GETREGS, self.pid, None, ctypes.addressof(regs))
+        regs[_RIP] = entry                # back onto the restored instruction
+        _ptrace(_PTRACE_SETREGS, self.pid, None, ctypes.addressof(regs))
+        return True
+
+    def _peek(self, address: int) -> int | None:
+        ctypes.set_errno(0)
+        word = _ptrace(_PTRACE_PEEKTEXT, self.pid, address, None)
+        if word == -1 and ctypes.get_errno():
+            return None
+        return word & 0xFFFF_FFFF_FFFF_FFFF
+
+    def _resume_until(self, stop: int) -> bool:
+        """Continue until a stop whose wait status >> 8 is `stop`, passing
+        other signals on: True; False when the program ended first."""
         pending = 0
         while True:
             _ptrace(_PTRACE_CONT, self.pid, None, pending)
@@ -100,9 +137,29 @@ class LaunchedCommand:
                 self.process.returncode = os.waitstatus_to_exitcode(status)
                 self.released = True          # nothing left to detach from
                 return False
-            if status >> 8 == _EXEC_STOP:
+            if status >> 8 == stop:
                 return True
             pending = os.WSTOPSIG(status)
+
+    def follow_exec(self) -> bool:
+        """Run the held command to its next execve and hold it there: True;
+        False when it ended first (its exit status is kept)."""
+        if not self.follows_exec:
+            _ptrace(_PTRACE_SETOPTIONS, self.pid, None, _PTRACE_O_EXITKILL | _PTRACE_O_TRACEEXEC)
+            self.follows_exec = True
+        return self._resume_until(_EXEC_STOP)
+
+
+def _entry_point(pid: int) -> int | None:
+    """AT_ENTRY of a dynamically linked program (None without AT_BASE:
+    no ld.so runs before the entry point)."""
+    try:
+        with open(f"/proc/{pid}/auxv", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    pairs = dict(struct.iter_unpack("<QQ", data[:len(data) // 16 * 16]))
+    return pairs.get(_AT_ENTRY) if pairs.get(_AT_BASE) else None
 
 
 def _is_script(pid: int, argument: str) -> bool:

@@ -8,7 +8,8 @@ they map. `-t LIB -p PID` probes a library the process dlopen()s later.
 Expected values are gdb's:
   shlib app (GSDEMO_ITERATIONS=3), `break lib_setup`: lib_bss = 0,
     lib_data = 1234, lib_file_static = 55, module_tag = 2, app_bss = 88,
-    app_data = 2024; `break lib_work`: iteration = 0, 1, 2, lib_bss = 5150.
+    app_data = 2024; `break lib_work`: iteration = 0, 1, 2, lib_bss = 5150;
+    `break app_step`: iteration = 0, 1, 2, lib_data = 1234.
   python3.11 launch_dict.py, `break PyDict_SetItem if key->ob_type ==
     &PyUnicode_Type && $_streq((char *)((PyASCIIObject *)key + 1),
     "gs-cgen-key")`: one hit, ((PyASCIIObject *)key)->length = 11,
@@ -74,11 +75,15 @@ def test_launch_probes_a_library_function_called_right_at_start(shlib):
     lib, app = shlib
     script = ('trace lib_setup { print "setup {} {} {} {} {} {}", lib_bss, lib_data, '
               'lib_file_static, module_tag, app_bss, app_data; }\n'
-              'trace lib_work { print "work {} {}", iteration, lib_bss; }')
+              'trace lib_work { print "work {} {}", iteration, lib_bss; }\n'
+              'trace app_step { print "step {} {}", iteration, lib_data; }')
     result = launch("-s", script, "--", str(app), GSDEMO_ITERATIONS="3")
     assert result.returncode == 0, result.stderr
+    # the program's probe reads the library's global exactly from its first
+    # call: the library was mapped, and its offsets filled, before main ran
     assert trace_lines(result) == ["setup 0 1234 55 2 88 2024",
-                                   "work 0 5150", "work 1 5150", "work 2 5150"]
+                                   "step 0 1234", "work 0 5150", "step 1 1234", "work 1 5150",
+                                   "step 2 1234", "work 2 5150"]
     assert "command exited with status 0" in result.stderr
     assert our_uprobes() == []
 
