@@ -102,11 +102,10 @@ class LaunchedCommand:
         hold it there: True. False when it ended first, or when it cannot
         be stopped there (it is then still held where it was)."""
         entry = _entry_point(self.pid)
-        if entry is None:
+        if entry is None:                 # static: no ld.so runs first
             return False
         original = self._peek(entry)
-        # No ld.so (static), or an int3 there already (a uprobe on the
-        # entry point would swallow ours).
+        # An int3 there already (a uprobe on the entry point) would swallow ours.
         if original is None or original & 0xFF == _INT3:
             return False
         _ptrace(_PTRACE_POKETEXT, self.pid, entry, (original & ~0xFF) | _INT3)
