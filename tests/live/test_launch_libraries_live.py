@@ -149,8 +149,9 @@ def test_launch_with_target_library_it_dlopens(dlopen_host):
 
 
 def python_with_libpython() -> str:
-    """The python3.11 on PATH (a pyenv shim here), when the interpreter it
-    runs links libpython3.11.so with DWARF."""
+    """The python3.11 on PATH, when the interpreter it runs links
+    libpython3.11.so (here: a pyenv shim, so gs-cgen follows it to the real
+    interpreter, built from source with DWARF)."""
     if shutil.which("python3.11") is None:
         pytest.skip("python3.11 is not installed")
     real = subprocess.run(["python3.11", "-c", "import sys; print(sys.executable)"],
