@@ -19,6 +19,9 @@ from gs_cgen.plan.model import ModuleRef
 from gs_cgen.runtime import target as proc
 
 RETRY_SECONDS = 3.0
+# A pending process's maps are read at most this often, however fast events
+# arrive (retry() runs after every poll batch).
+RETRY_INTERVAL = 0.1
 
 
 @dataclass
@@ -28,6 +31,7 @@ class OffsetKeeper:
     pid_filter: int | None = None
     pending: dict[int, float] = field(default_factory=dict)   # pid -> give-up time
     filled: dict[int, set[int]] = field(default_factory=dict)  # pid -> cookies done
+    last_try: dict[int, float] = field(default_factory=dict)   # pid -> when retry() read its maps
 
     def fill(self, pid: int) -> bool:
         """Fill every plan module mapped in `pid`; True when all are done."""
@@ -55,11 +59,18 @@ class OffsetKeeper:
     def retry(self) -> None:
         now = time.monotonic()
         for pid, give_up in list(self.pending.items()):
+            if now - self.last_try.get(pid, float("-inf")) < RETRY_INTERVAL:
+                continue
+            self.last_try[pid] = now
             if self.fill(pid):
-                del self.pending[pid]
+                self._settle(pid)
             elif now > give_up:
-                del self.pending[pid]
+                self._settle(pid)
                 self.session.rearm_offsets_notice(pid)
+
+    def _settle(self, pid: int) -> None:
+        del self.pending[pid]
+        self.last_try.pop(pid, None)
 
     def fill_existing(self) -> None:
         """Processes running when we attach: the -p process, or (-t) every

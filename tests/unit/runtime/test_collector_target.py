@@ -126,3 +126,21 @@ def test_offset_keeper_rearms_the_probe_notice_when_it_gives_up(monkeypatch):
     maps["now"] = MAPS                                # dlopen() maps it
     keeper.watch(42)                                  # the re-armed notice
     assert session.filled == [(42, 7, 0x55CC256D7000)] and keeper.pending == {}
+
+
+def test_offset_keeper_reads_a_pending_process_maps_at_a_bounded_rate(monkeypatch):
+    from gs_cgen.plan.model import ModuleRef
+    from gs_cgen.runtime import offsets as keeper_mod
+    reads, clock = [], {"now": 100.0}
+
+    def open_process(pid):
+        reads.append(clock["now"])
+        return ProcessTarget(pid, "/tmp/lb", tuple(parse_maps(MAPS.replace("/tmp/lb", "/x"))))
+    monkeypatch.setattr(keeper_mod.proc, "open_process", open_process)
+    monkeypatch.setattr(keeper_mod.time, "monotonic", lambda: clock["now"])
+    keeper = keeper_mod.OffsetKeeper(RecordingSession(), (ModuleRef("/tmp/lb", 7, SEGMENTS),))
+    keeper.watch(42)
+    for _ in range(1000):                             # a flood of poll batches in 0.5 s
+        clock["now"] += 0.0005
+        keeper.retry()
+    assert len(reads) <= 1 + 0.5 / keeper_mod.RETRY_INTERVAL + 1
