@@ -106,7 +106,8 @@ def _run_trace(script: _ScriptSource, request: TraceRequest) -> int:
     from gs_cgen.runtime.launch import launch_held  # noqa: PLC0415 — keep --help fast
     launched = launch_held(list(request.command)) if request.command else None
     try:
-        compiled, process = _compile(script, request, launched)
+        compiled, process = _compile_held(script, request, launched) if launched \
+            else _compile(script, request, None)
         if request.emit_c:
             click.echo(compiled.c_text, nl=False)
             return 0
@@ -121,6 +122,29 @@ def _run_trace(script: _ScriptSource, request: TraceRequest) -> int:
             launched.abandon()
 
 
+def _compile_held(script: _ScriptSource, request: TraceRequest, launched):
+    """`-- COMMAND`. A command that is a script (a pyenv shim, a wrapper)
+    is first its interpreter: while the patterns do not resolve there, and
+    the held program is one running a script, follow it to its next exec
+    (gdb re-sets pending breakpoints at each exec the same way)."""
+    from gs_cgen.errors import DebugInfoError, PlanError  # noqa: PLC0415
+    followed = False
+    while True:
+        try:
+            return _compile(script, request, launched)
+        except (DebugInfoError, PlanError):
+            if not launched.runs_script():
+                raise
+            if not followed:
+                _diagnostic(f"{launched.argv[0]} is a script: following it to the program "
+                            "it runs, held at each exec")
+                followed = True
+            if not launched.follow_exec():
+                _diagnostic(f"command {launched.exit_description()} before the patterns "
+                            "resolved")
+                raise
+
+
 def _compile(script: _ScriptSource, request: TraceRequest, launched):
     """The compiled program and the process it is for (None with -t alone)."""
     from gs_cgen.pipeline import compile_script  # noqa: PLC0415
@@ -132,16 +156,40 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
     options = PlanOptions(script_name=script.name, pid_namespace=proc.pid_namespaces(process),
                           transport=EventTransport(request.event_map), input_pid=request.pid,
                           mem_dump_cap=request.mem_dump_cap, watch_exec=process is None)
-    modules = _module_set(process, request.target_path)
+    modules = _module_set(process, request.target_path, _other_module_paths(process, launched))
     return compile_script(script.text, modules, options), process
 
 
-def _module_set(process, target_path):
-    """-t names the module (functions and lines resolve there only); -p
-    alone resolves in the executable, then in the libraries it maps."""
+def _other_module_paths(process, launched) -> tuple[str, ...]:
+    if process is None:
+        return ()
+    return _held_module_paths(process) if launched else tuple(process.module_paths())
+
+
+def _held_module_paths(process) -> tuple[str, ...]:
+    """A command held right after execve maps only itself and ld.so; the
+    libraries ld.so will load come from its library closure. One that
+    cannot be found is a note: the command still runs."""
+    from gs_cgen.errors import DebugInfoError  # noqa: PLC0415
+    from gs_cgen.runtime import libraries  # noqa: PLC0415
+    mapped = process.module_paths()
+    try:
+        closure = libraries.library_closure(process.exe_path,
+                                            libraries.process_loader_environment(process.pid))
+    except (DebugInfoError, OSError) as exc:
+        _diagnostic(f"note: cannot work out the libraries {process.exe_path} will load: {exc}")
+        return tuple(mapped)
+    for missing in closure.missing:
+        _diagnostic(f"note: {missing.describe()}")
+    # Load order, as ld.so searches them: the closure, then what else is mapped.
+    return tuple(dict.fromkeys([*closure.libraries, *mapped]))
+
+
+def _module_set(process, target_path, others: tuple[str, ...]):
+    """-t names the module (functions and lines resolve there only); else
+    they resolve in the executable, then in the libraries in `others`."""
     from gs_cgen.plan.modules import ModuleSet  # noqa: PLC0415
     from gs_cgen.runtime.ifunc import GotReader  # noqa: PLC0415
-    others = tuple(process.module_paths()) if process else ()
     reader = GotReader(process)        # which implementation a GNU IFUNC runs
     if target_path:
         if not os.path.exists(target_path):
@@ -164,7 +212,8 @@ def info(pid, target_path, kind, what) -> None:
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
     try:
         process = proc.open_process(pid) if pid is not None else None
-        click.echo(info_mod.describe(_module_set(process, target_path), kind, what))
+        others = tuple(process.module_paths()) if process else ()
+        click.echo(info_mod.describe(_module_set(process, target_path, others), kind, what))
     except GsError as exc:
         exc.span = None          # the pattern came from the command line, not a script
         _fail(exc, None)

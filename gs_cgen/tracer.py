@@ -57,12 +57,23 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
         if launched is not None:
-            launched.release()
+            _start(launched, keeper)
         return _loop(session, compiled, options, stop, diagnostics, keeper, launched)
     finally:
         session.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _start(launched: LaunchedCommand, keeper: OffsetKeeper) -> None:
+    """Let the held command go. The probes are live through ld.so and the
+    libraries' constructors; at the program's entry point every library it
+    links is mapped, so their offsets are filled before its own code runs
+    (else its first events would read other modules' globals as
+    unavailable)."""
+    if launched.run_to_entry():
+        keeper.watch(launched.pid)
+    launched.release()
 
 
 def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, diagnostics,

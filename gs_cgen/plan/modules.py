@@ -1,19 +1,23 @@
 """The modules a script can name: the default module (-t PATH, or the main
-executable of -p PID) and, with -p, every other module the process maps.
-Modules are opened lazily; only modules with DWARF can hold probe sites."""
+executable of -p PID or of `-- COMMAND`) and every other module the process
+maps, or, for a command held before its first instruction, will map (its
+library closure). Modules are opened lazily; only modules with DWARF can
+hold probe sites."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NoReturn
 
 from gs_cgen.dwarf import open_module
-from gs_cgen.errors import DebugInfoError, PlanError
+from gs_cgen.errors import DebugInfoError, PlanError, nearest
 from gs_cgen.plan.model import GotSlot, IfuncChoice, IfuncLookup
 
 # Reads an IFUNC's choice out of a process (runtime/ifunc.py); None when
 # no process it can see has run that resolver.
 IfuncReader = Callable[[IfuncLookup], "IfuncChoice | None"]
+# Modules named in a "searched" hint at most.
+_SEARCHED_SHOWN = 12
 
 
 @dataclass
@@ -47,14 +51,18 @@ class ModuleSet:
         return list(self._opened.values())
 
     def others(self):
-        """Other loaded modules that can be read (vdso and vanished files skipped)."""
+        """Other loaded modules that can be read (vdso and vanished files
+        skipped), each once: two paths may name one file (/lib64/ld.so from
+        PT_INTERP and its real path in /proc/PID/maps)."""
+        seen = {os.path.realpath(self.default_path)}
         for path in self.other_paths:
-            if path == self.default_path:
-                continue
             try:
-                yield self.open(path)
+                module = self.open(path)
             except DebugInfoError:
                 continue
+            if module.path not in seen:
+                seen.add(module.path)
+                yield module
 
     def by_suffix(self, suffix: str):
         """`libfoo.so:0x…`: the module whose path is or ends with `suffix`."""
@@ -102,6 +110,29 @@ class ModuleSet:
             hints=("trace one of the implementations by name, or give -p PID of a process "
                    "that maps this file",))
 
+    def raise_function_not_found(self, name: str) -> NoReturn:
+        """No module's DWARF has function `name`. A module with the symbol
+        but no DWARF says so; otherwise the error offers the nearest names
+        across every module searched and lists them."""
+        modules = [self.default, *self.others()]
+        for module in modules:
+            if not module.has_debug_info and module.has_function_symbol(name):
+                module.require_debug_info()
+        pool = {n for m in modules if m.has_debug_info for n in m.function_names()}
+        where = f"'{self.default.path}'"
+        if len(modules) > 1:
+            where += " or the libraries it loads"
+        raise DebugInfoError(f"no function '{name}' in {where}",
+                             candidates=nearest(name, pool), hints=(self.searched(),))
+
+    def searched(self) -> str:
+        """Which modules a lookup went through, for an error's hint."""
+        modules = [self.default] if self.restrict_to_default else [self.default, *self.others()]
+        with_dwarf = [m.path for m in modules if m.has_debug_info]
+        without = [os.path.basename(m.path) for m in modules if not m.has_debug_info]
+        text = "searched " + _some(with_dwarf)
+        return text + (f"; without DWARF, not searched: {_some(without)}" if without else "")
+
     def line_modules(self, file: str, line: int) -> list:
         """The default module when it has `file`, else the others that do."""
         try:
@@ -120,6 +151,7 @@ class ModuleSet:
                 except DebugInfoError:
                     continue
             if not found:
+                first_error.hints = (*first_error.hints, self.searched())
                 raise first_error
             return found
 
@@ -154,3 +186,9 @@ def _exporters_only(holders: list, name: str) -> list:
         return holders
     exporters = [m for m in holders if m.exports_function(name)]
     return exporters if len(exporters) == 1 else holders
+
+
+def _some(items: list[str]) -> str:
+    shown = ", ".join(items[:_SEARCHED_SHOWN]) or "nothing"
+    more = len(items) - _SEARCHED_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")

@@ -60,13 +60,28 @@ def _functions(name: str, modules: ModuleSet) -> list[_Found]:
             f"function '{name}' is defined in several modules: {paths}",
             hints=(f"name the module with -t, e.g. -t {holders[1].path} -p PID",))
     module = holders[0] if holders else modules.default
-    module.require_debug_info()
-    ifunc = module.ifunc_named(name)
-    if ifunc is not None:
-        return [_ifunc_implementation(module, ifunc, modules)]
+    if holders:
+        ifunc = module.ifunc_named(name)
+        if ifunc is not None:
+            return [_ifunc_implementation(module, ifunc, modules)]
+        functions = module.find_functions(name)
+    else:
+        functions = _in_default(name, modules)
     return [_Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
                    no_variables=f.no_variables)
-            for f in sorted(module.find_functions(name), key=lambda f: f.probe_address)]
+            for f in sorted(functions, key=lambda f: f.probe_address)]
+
+
+def _in_default(name: str, modules: ModuleSet) -> list:
+    """No symbol table has `name`; the default module's DWARF still may
+    (a file without .symtab). Else the error says where we looked."""
+    default = modules.default
+    if default.has_debug_info:
+        try:
+            return default.find_functions(name)
+        except DebugInfoError:
+            pass
+    modules.raise_function_not_found(name)
 
 
 def _ifunc_implementation(module, ifunc, modules: ModuleSet) -> _Found:

@@ -150,6 +150,15 @@ class TraceSession:
                 sent, failed = sent + counts.sent, failed + counts.failed
         return EventCounts(sent, failed)
 
+    def rearm_offsets_notice(self, pid: int) -> None:
+        """Let the probes report `pid`'s next offsets miss: they report a
+        process once, until its entry here is deleted."""
+        table = self.bpf[abi().map_names["GS_MAP_OFFSETS_WANTED"]]
+        try:
+            del table[table.Key(pid)]
+        except KeyError:
+            pass                          # no probe has missed yet
+
     # ------------------------------------------------------------ events
     def open_events(self, on_event) -> None:
         """`on_event(bytes)` per event. Drops are counted by the probe

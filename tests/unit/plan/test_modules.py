@@ -129,3 +129,35 @@ def test_exported_definition_wins_over_another_librarys_local_one():
     other = module("/lib/libother.so", ["strlen"])         # exported twice: ambiguous
     with pytest.raises(DebugInfoError, match="defined in several modules"):
         sites("trace strlen { }", ModuleSet.of(app, loader, libc, other))
+
+
+def test_function_found_nowhere_names_the_modules_searched_and_nearest_names():
+    app = module("/app", ["main"])
+    lib = module("/lib/libx.so", ["lib_work", "lib_setup"])
+    bare = module("/lib/libc.so.6", ["malloc"])
+    bare.has_debug_info = False
+    with pytest.raises(DebugInfoError) as info:
+        sites("trace lib_wrok { }", ModuleSet.of(app, lib, bare))
+    assert info.value.message == "no function 'lib_wrok' in '/app' or the libraries it loads"
+    assert info.value.candidates == ("lib_work",)
+    assert info.value.hints == ("searched /app, /lib/libx.so; without DWARF, not searched: "
+                                "libc.so.6",)
+
+
+def test_function_whose_only_module_has_no_dwarf_says_so():
+    app = module("/app", ["main"])
+    bare = module("/lib/libc.so.6", ["malloc"])
+    bare.has_debug_info = False
+    with pytest.raises(DebugInfoError, match="/lib/libc.so.6 has no DWARF debug info"):
+        sites("trace malloc { }", ModuleSet.of(app, bare))
+
+
+def test_a_file_named_twice_is_one_module():
+    """ld.so by its PT_INTERP name and by its real path in /proc/PID/maps."""
+    app, lib = module("/app", ["main"]), module("/usr/lib/libx.so", ["work"])
+    modules = ModuleSet.of(app, lib)
+    modules._opened["/lib64/libx.so"] = lib            # what open_module gives for the link
+    modules.other_paths = ("/lib64/libx.so", "/usr/lib/libx.so", "/app")
+    assert list(modules.others()) == [lib]
+    ((owner, _),) = sites("trace work { }", modules)   # not "defined in several modules"
+    assert owner is lib

@@ -121,9 +121,13 @@ def test_unmapped_module_has_no_offsets():
 class RecordingSession:
     def __init__(self):
         self.filled = []
+        self.rearmed = []
 
     def set_module_offsets(self, pid, cookie, offsets):
         self.filled.append((pid, cookie, offsets.data))
+
+    def rearm_offsets_notice(self, pid):
+        self.rearmed.append(pid)
 
 
 def test_offset_keeper_retries_until_modules_are_mapped(monkeypatch):
@@ -148,3 +152,47 @@ def test_offset_keeper_ignores_other_pids_when_filtered():
     keeper = OffsetKeeper(session, (ModuleRef("/tmp/lb", 7, SEGMENTS),), pid_filter=1)
     keeper.watch(2)
     assert session.filled == [] and keeper.pending == {}
+
+
+def test_offset_keeper_rearms_the_probe_notice_when_it_gives_up(monkeypatch):
+    """A library mapped long after the first miss (dlopen) still gets its
+    offsets: the give-up re-arms the probe's once-per-process notice, and
+    the next notice starts a new round of retries."""
+    from gs_cgen.plan.model import ModuleRef
+    from gs_cgen.runtime import offsets as keeper_mod
+    maps, clock = {"now": MAPS.replace("/tmp/lb", "/tmp/other")}, {"now": 100.0}
+    monkeypatch.setattr(keeper_mod.proc, "open_process",
+                        lambda pid: ProcessTarget(pid, "/tmp/lb", tuple(parse_maps(maps["now"]))))
+    monkeypatch.setattr(keeper_mod.time, "monotonic", lambda: clock["now"])
+    session = RecordingSession()
+    keeper = keeper_mod.OffsetKeeper(session, (ModuleRef("/tmp/lb", 7, SEGMENTS),))
+    keeper.watch(42)                                  # the probe's first miss
+    clock["now"] += keeper_mod.RETRY_SECONDS / 2
+    keeper.retry()
+    assert session.rearmed == [] and 42 in keeper.pending
+    clock["now"] += keeper_mod.RETRY_SECONDS
+    keeper.retry()
+    assert session.rearmed == [42] and keeper.pending == {}   # gave up, notice re-armed
+    keeper.retry()
+    assert session.rearmed == [42]                    # once per give-up, not per poll
+    maps["now"] = MAPS                                # dlopen() maps it
+    keeper.watch(42)                                  # the re-armed notice
+    assert session.filled == [(42, 7, 0x55CC256D7000)] and keeper.pending == {}
+
+
+def test_offset_keeper_reads_a_pending_process_maps_at_a_bounded_rate(monkeypatch):
+    from gs_cgen.plan.model import ModuleRef
+    from gs_cgen.runtime import offsets as keeper_mod
+    reads, clock = [], {"now": 100.0}
+
+    def open_process(pid):
+        reads.append(clock["now"])
+        return ProcessTarget(pid, "/tmp/lb", tuple(parse_maps(MAPS.replace("/tmp/lb", "/x"))))
+    monkeypatch.setattr(keeper_mod.proc, "open_process", open_process)
+    monkeypatch.setattr(keeper_mod.time, "monotonic", lambda: clock["now"])
+    keeper = keeper_mod.OffsetKeeper(RecordingSession(), (ModuleRef("/tmp/lb", 7, SEGMENTS),))
+    keeper.watch(42)
+    for _ in range(1000):                             # a flood of poll batches in 0.5 s
+        clock["now"] += 0.0005
+        keeper.retry()
+    assert len(reads) <= 1 + 0.5 / keeper_mod.RETRY_INTERVAL + 1
