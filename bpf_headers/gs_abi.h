@@ -70,6 +70,14 @@ struct proc_module_offsets_value {
     __u64 bss;
 };
 
+/* Per probe (array index = probe_id), per CPU: trace events written to the
+ * ring and events the ring refused. With what the tracer read, these give
+ * an exact account: read + lost = sent + failed. */
+struct gs_event_counts {
+    __u64 sent;
+    __u64 failed;
+};
+
 /* Per-CPU scratch in which a probe assembles its event. */
 struct gs_scratch {
     __u8 bytes[GS_SCRATCH_SIZE];
@@ -78,7 +86,7 @@ struct gs_scratch {
 /* Map names, as the generated C declares them and Python opens them. */
 #define GS_MAP_EVENTS gs_events
 #define GS_MAP_SCRATCH gs_scratch_buf
-#define GS_MAP_LOST gs_lost_events
+#define GS_MAP_COUNTS gs_event_counts
 #define GS_MAP_OFFSETS proc_module_offsets
 #define GS_MAP_PID_ALIASES pid_aliases
 #define GS_MAP_OFFSETS_WANTED gs_offsets_wanted

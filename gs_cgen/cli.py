@@ -58,7 +58,9 @@ class TraceRequest:
 @click.option("-p", "--pid", type=int, help="A running process.")
 @click.option("-t", "--target", "target_path", type=str, help="An executable or shared library.")
 @click.option("-s", "--script", "script_text", help="Trace script text.")
-@click.option("-f", "--script-file", type=click.Path(dir_okay=False), help="Trace script file.")
+# A plain string: a missing, unreadable or directory script file is a user
+# error (exit 1, CONTRACT.md), not bad usage as click.Path would make it.
+@click.option("-f", "--script-file", type=str, help="Trace script file.")
 @click.option("--output", type=click.Choice(["plain", "pretty", "json"]), default=None,
               help="Default: pretty on a TTY, plain otherwise.")
 @click.option("--max-events", type=click.IntRange(min=1), help="Exit after N events.")
@@ -95,15 +97,17 @@ def _read_script(script_text: str | None, script_file: str | None) -> _ScriptSou
     try:
         with open(script_file, encoding="utf-8") as f:
             return _ScriptSource(f.read(), script_file)
-    except OSError as exc:
-        _fail(GsError(f"cannot read script file {script_file}: {exc.strerror}"), None)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        _fail(GsError(f"cannot read script file {script_file}: {reason}"), None)
 
 
 def _run_trace(script: _ScriptSource, request: TraceRequest) -> int:
     from gs_cgen.runtime.launch import launch_held  # noqa: PLC0415 — keep --help fast
     launched = launch_held(list(request.command)) if request.command else None
     try:
-        compiled, process = _compile(script, request, launched)
+        compiled, process = _compile_held(script, request, launched) if launched \
+            else _compile(script, request, None)
         if request.emit_c:
             click.echo(compiled.c_text, nl=False)
             return 0
@@ -118,6 +122,29 @@ def _run_trace(script: _ScriptSource, request: TraceRequest) -> int:
             launched.abandon()
 
 
+def _compile_held(script: _ScriptSource, request: TraceRequest, launched):
+    """`-- COMMAND`. A command that is a script (a pyenv shim, a wrapper)
+    is first its interpreter: while the patterns do not resolve there, and
+    the held program is one running a script, follow it to its next exec
+    (gdb re-sets pending breakpoints at each exec the same way)."""
+    from gs_cgen.errors import DebugInfoError, PlanError  # noqa: PLC0415
+    followed = False
+    while True:
+        try:
+            return _compile(script, request, launched)
+        except (DebugInfoError, PlanError):
+            if not launched.runs_script():
+                raise
+            if not followed:
+                _diagnostic(f"{launched.argv[0]} is a script: following it to the program "
+                            "it runs, held at each exec")
+                followed = True
+            if not launched.follow_exec():
+                _diagnostic(f"command {launched.exit_description()} before the patterns "
+                            "resolved")
+                raise
+
+
 def _compile(script: _ScriptSource, request: TraceRequest, launched):
     """The compiled program and the process it is for (None with -t alone)."""
     from gs_cgen.pipeline import compile_script  # noqa: PLC0415
@@ -129,21 +156,41 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
     options = PlanOptions(script_name=script.name, pid_namespace=proc.pid_namespaces(process),
                           transport=EventTransport(request.event_map), input_pid=request.pid,
                           mem_dump_cap=request.mem_dump_cap, watch_exec=process is None)
-    modules = _module_set(process, request.target_path)
+    modules = _module_set(process, request.target_path, launched)
     return compile_script(script.text, modules, options), process
 
 
-def _module_set(process, target_path):
-    """-t names the module (functions and lines resolve there only); -p
-    alone resolves in the executable, then in the libraries it maps. Every
-    module file is opened through the process's own view of it."""
+def _held_libraries(process) -> tuple[str, ...]:
+    """A command held right after execve maps only itself and ld.so; the
+    libraries ld.so will load come from its library closure (paths of ours:
+    we started it). One that cannot be found is a note: the command still runs."""
+    from gs_cgen.errors import DebugInfoError  # noqa: PLC0415
+    from gs_cgen.runtime import libraries  # noqa: PLC0415
+    try:
+        closure = libraries.library_closure(process.exe_path,
+                                            libraries.process_loader_environment(process.pid))
+    except (DebugInfoError, OSError) as exc:
+        _diagnostic(f"note: cannot work out the libraries {process.exe_path} will load: {exc}")
+        return ()
+    for missing in closure.missing:
+        _diagnostic(f"note: {missing.describe()}")
+    return closure.libraries
+
+
+def _module_set(process, target_path, launched=None):
+    """-t names the module (functions and lines resolve there only); else
+    they resolve in the executable, then in the libraries it maps (or, held,
+    will load: in load order, as ld.so searches them, then what else is
+    mapped). Every mapped file is opened through the process's own view."""
     from gs_cgen.plan.modules import ModuleSet  # noqa: PLC0415
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
+    from gs_cgen.runtime.ifunc import GotReader  # noqa: PLC0415
+    reader = GotReader(process)        # which implementation a GNU IFUNC runs
     files = proc.module_files(process) if process else []
-    if target_path:
-        return ModuleSet.over(proc.target_file(target_path, process), files,
-                              restrict_to_default=True)
-    return ModuleSet.over(files[0], files[1:])
+    closure = _held_libraries(process) if launched else ()
+    default = proc.target_file(target_path, process) if target_path else files[0]
+    return ModuleSet.over(default, files, closure, restrict_to_default=bool(target_path),
+                          ifunc_reader=reader)
 
 
 @cli.command()

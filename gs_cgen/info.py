@@ -22,14 +22,20 @@ def describe(modules: ModuleSet, kind: str, what: str) -> str:
     if not isinstance(block.pattern, _PATTERNS[kind]):
         raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
     sites = resolve_sites(block, modules, first_probe_id=0)
-    return "\n\n".join(_describe_site(module, site) for module, site in sites)
+    return "\n\n".join(_describe_site(module, site, kind == "function") for module, site in sites)
 
 
-def _describe_site(module, site) -> str:
+def _describe_site(module, site, by_name: bool) -> str:
     where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
-    lines = [f"{site.function or '?'} at {where}",
+    # A function typed as an alias, a version or an IFUNC: say what it is.
+    aliased = by_name and site.function != site.pattern_text
+    named = f"{site.pattern_text} -> {site.function_text}" if aliased else site.function_text
+    lines = [f"{named} at {where}",
              f"  probe address 0x{site.address:x} (file offset 0x{site.file_offset:x}) "
              f"in {module.path}"]
+    if site.no_variables:
+        lines.append(f"  no parameters or locals: {site.no_variables}")
+        return "\n".join(lines)
     variables = module.variables_at(site.address)
     if not variables:
         lines.append("  no parameters or locals")

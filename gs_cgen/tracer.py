@@ -13,7 +13,7 @@ from gs_cgen.pipeline import Compiled
 from gs_cgen.render.decode import decode, event_header
 from gs_cgen.render.output import make_sink
 from gs_cgen.runtime import target as proc
-from gs_cgen.runtime.collector import collect
+from gs_cgen.runtime.collector import LossReports, collect
 from gs_cgen.runtime.launch import LaunchedCommand
 from gs_cgen.runtime.offsets import OffsetKeeper
 from gs_cgen.runtime.session import TraceSession, require_privileges
@@ -57,12 +57,23 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
         if launched is not None:
-            launched.release()
+            _start(launched, keeper)
         return _loop(session, compiled, options, stop, diagnostics, keeper, launched)
     finally:
         session.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _start(launched: LaunchedCommand, keeper: OffsetKeeper) -> None:
+    """Let the held command go. The probes are live through ld.so and the
+    libraries' constructors; at the program's entry point every library it
+    links is mapped, so their offsets are filled before its own code runs
+    (else its first events would read other modules' globals as
+    unavailable)."""
+    if launched.run_to_entry():
+        keeper.watch(launched.pid)
+    launched.release()
 
 
 def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, diagnostics,
@@ -80,7 +91,7 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         if header["kind"] in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
             keeper.watch(header["key_pid"])
             return True
-        if options.max_events is not None and rendered >= options.max_events:
+        if max_events_reached():
             return False
         probe = probes.get(header["probe_id"])
         if probe is not None and sink(decode(raw, probe), probe):
@@ -90,7 +101,7 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
     def should_stop() -> bool:
         sys.stdout.flush()       # once per poll batch, not per event
         keeper.retry()
-        if options.max_events is not None and rendered >= options.max_events:
+        if max_events_reached():
             return True
         if deadline is not None and time.monotonic() >= deadline:
             return True
@@ -102,7 +113,14 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
             return True
         return stop.raised
 
-    collect(session, on_event, should_stop, lambda n: diagnostics(f"lost {n} events"))
+    def max_events_reached() -> bool:
+        return options.max_events is not None and rendered >= options.max_events
+
+    losses = LossReports(
+        periodic=lambda new, total: diagnostics(f"lost {new} events ({total} in total)"),
+        final=lambda total: diagnostics(f"lost {total} events in total"))
+    collect(session, on_event, should_stop, losses,
+            unread_is_lost=lambda: not max_events_reached())
     sys.stdout.flush()
     return 0
 
@@ -111,7 +129,7 @@ def _print_sites(compiled: Compiled) -> None:
     for probe in compiled.plan.probes:
         site = probe.site
         where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
-        print(f"probe {site.probe_id}: {site.pattern_text} -> {site.function or '?'} at {where} "
+        print(f"probe {site.probe_id}: {site.pattern_text} -> {site.function_text} at {where} "
               f"[{site.module_path} 0x{site.address:x}, file offset 0x{site.file_offset:x}] "
               f"({len(probe.slots)} value(s), {probe.event_size}-byte event) verified")
     sys.stdout.flush()

@@ -9,6 +9,8 @@ dpkg -s python3-bpfcc >/dev/null 2>&1 || need_apt+=(python3-bpfcc)
 dpkg -s linux-headers-amd64 >/dev/null 2>&1 || need_apt+=(linux-headers-amd64)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
+# glibc's DWARF: tests/live/test_glibc_live.py traces malloc, strlen, ... by name
+dpkg -s libc6-dbg >/dev/null 2>&1 || need_apt+=(libc6-dbg)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 python3_venv_ok() { /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; }
 python3_venv_ok || need_apt+=(python3-venv)

@@ -42,6 +42,9 @@ class FakeModule:
     )
     is_pie: bool = True
     has_debug_info: bool = True
+    local_functions: set[str] = field(default_factory=set)     # static: not exported
+    ifuncs: dict[str, object] = field(default_factory=dict)    # name -> IfuncSymbol
+    imports: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def open_path(self) -> str:
@@ -76,7 +79,23 @@ class FakeModule:
         return self.variables.get(pc, [])
 
     def has_function_symbol(self, name: str) -> bool:
-        return name in self.functions
+        return name in self.functions or name in self.ifuncs
+
+    def exports_function(self, name: str) -> bool:
+        return name in self.functions and name not in self.local_functions
+
+    def ifunc_named(self, name: str):
+        return self.ifuncs.get(name)
+
+    def import_slots(self, name: str) -> tuple[int, ...]:
+        return self.imports.get(name, ())
+
+    def function_site_at(self, address: int, wanted: str) -> FunctionSite:
+        for sites in self.functions.values():
+            for site in sites:
+                if site.low_pc == address:
+                    return site
+        raise DebugInfoError(f"no function at 0x{address:x}")
 
     def check_code_address(self, vaddr: int) -> str:
         for sites in self.functions.values():

@@ -26,7 +26,7 @@ import re
 import tempfile
 import zlib
 
-FORMAT = 1
+FORMAT = 2      # 2: file maps no longer join a relative comp dir twice
 MIN_DEBUG_INFO = 256 * 1024
 _BUILD_ID = re.compile(r"[0-9a-f]{8,128}")
 

@@ -71,3 +71,20 @@ def registers_written(elf, ranges) -> frozenset[str]:
             _read, writes = insn.regs_access()
             written.update(canonical_register(insn.reg_name(r)) for r in writes)
     return frozenset(written)
+
+
+def rip_relative_targets(elf, low: int, high: int) -> list[int]:
+    """Addresses that instructions in [low, high) name RIP-relative (`lea
+    __strlen_avx2(%rip), %rax`), in code order: the functions an IFUNC
+    resolver can return."""
+    decoder = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    decoder.detail = True
+    targets: list[int] = []
+    for insn in decoder.disasm(elf.read(low, high - low), low):
+        for operand in insn.operands:
+            if operand.type == capstone.x86.X86_OP_MEM and \
+                    operand.mem.base == capstone.x86.X86_REG_RIP:
+                target = insn.address + insn.size + operand.mem.disp
+                if target not in targets:
+                    targets.append(target)
+    return targets

@@ -9,6 +9,7 @@ the raw decode takes a few milliseconds.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import struct
 from dataclasses import dataclass
 from enum import Enum
@@ -17,6 +18,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from gs_cgen.dwarf.model import LoadSegment
+from gs_cgen.dwarf.symvers import dynamic_versions, matches, parse_spelling, spell, version_of
 from gs_cgen.errors import DebugInfoError
 
 _SHF_WRITE = 0x1
@@ -34,7 +36,8 @@ class SymbolKind(Enum):
     OTHER = "other"
 
 
-_STT_KINDS = {2: SymbolKind.FUNC, 10: SymbolKind.FUNC,   # STT_GNU_IFUNC
+_STT_GNU_IFUNC = 10
+_STT_KINDS = {2: SymbolKind.FUNC, _STT_GNU_IFUNC: SymbolKind.FUNC,
               1: SymbolKind.OBJECT, 6: SymbolKind.TLS}
 _STT_FILE = 4
 
@@ -47,6 +50,14 @@ class Symbol:
     kind: SymbolKind
     local: bool
     file: str | None      # the STT_FILE that precedes a local symbol
+    version: str | None = None    # GLIBC_2.14 (see symvers.py); `name` is bare
+    hidden: bool = False          # a non-default version: only `name@version` names it
+    ifunc: bool = False           # STT_GNU_IFUNC: `address` is the resolver's
+
+    @property
+    def spelling(self) -> str:
+        """`memcpy@@GLIBC_2.14`, `memcpy@GLIBC_2.2.5` or the bare name."""
+        return spell(self.name, self.version, self.hidden)
 
 
 @dataclass(frozen=True)
@@ -72,11 +83,28 @@ class SymbolTable:
         self._func_starts = [s.address for s in funcs]
 
     def named(self, name: str, kind: SymbolKind) -> list[Symbol]:
-        return [s for s in self.by_name.get(name, ()) if s.kind is kind and s.address]
+        """Symbols that answer to `name`, which may carry a version
+        (`memcpy@GLIBC_2.2.5`); a bare name wants the default version."""
+        spelling = parse_spelling(name)
+        return [s for s in self.by_name.get(spelling.name, ())
+                if s.kind is kind and s.address and matches(spelling, s.version, s.hidden)]
 
     def names(self, kind: SymbolKind) -> list[str]:
         return sorted({s.name for syms in self.by_name.values() for s in syms
                        if s.kind is kind and s.address})
+
+    def versioned_names(self, kind: SymbolKind) -> list[str]:
+        return sorted({s.spelling for syms in self.by_name.values() for s in syms
+                       if s.kind is kind and s.address and s.version})
+
+    def functions_starting_at(self, address: int) -> list[Symbol]:
+        """Every function symbol (aliases, versions) whose value is `address`."""
+        i = bisect.bisect_left(self._func_starts, address)
+        out = []
+        while i < len(self._funcs) and self._func_starts[i] == address:
+            out.append(self._funcs[i])
+            i += 1
+        return out
 
     def function_at(self, address: int) -> Symbol | None:
         i = bisect.bisect_right(self._func_starts, address) - 1
@@ -145,21 +173,31 @@ class ElfImage:
     def symbols(self) -> SymbolTable:
         if self._symbols is None:
             # .symtab has the local (static) functions too; .dynsym is what
-            # survives `strip`.
-            if self.has_symtab:
+            # survives `strip`, and the only table with every version.
+            if not self.has_symtab:
+                self._symbols = SymbolTable(self._read_symbols(".dynsym", self._dynamic_versions()))
+            elif self.section(".gnu.version_d") is None:      # no versions to add
                 self._symbols = SymbolTable(self._symtab_image._read_symbols(".symtab"))
             else:
-                self._symbols = SymbolTable(self._read_symbols(".dynsym"))
+                static = self._symtab_image._read_symbols(".symtab")
+                dynamic = self._read_symbols(".dynsym", self._dynamic_versions())
+                self._symbols = SymbolTable(_with_dynamic_versions(static, dynamic))
         return self._symbols
 
-    def _read_symbols(self, name: str) -> list[Symbol]:
+    def _dynamic_versions(self) -> list[tuple[str | None, bool]]:
+        return dynamic_versions(self.elf, self.section_bytes(".gnu.version"))
+
+    def _read_symbols(self, name: str, versions=()) -> list[Symbol]:
+        """Defined symbols of table `name`; `versions[i]` is (version,
+        hidden) of symbol i (.dynsym), else versions come from the names."""
         sec = self.elf.get_section_by_name(name)
         if sec is None:
             return []
         strtab = self.section_bytes(self.sections[sec["sh_link"]].name)
         out: list[Symbol] = []
         current_file = None
-        for st_name, info, _, shndx, value, size in _ELF64_SYM.iter_unpack(self.section_bytes(name)):
+        for index, (st_name, info, _, shndx, value, size) in enumerate(
+                _ELF64_SYM.iter_unpack(self.section_bytes(name))):
             end = strtab.find(b"\0", st_name)
             sym_name = strtab[st_name:end].decode("utf-8", "replace")
             stt = info & 0xF
@@ -168,9 +206,14 @@ class ElfImage:
                 continue
             if not sym_name or shndx == 0:      # SHN_UNDEF: imported, no address here
                 continue
+            bare, version, hidden = version_of(sym_name) if "@" in sym_name else \
+                (sym_name, None, False)
+            if index < len(versions):
+                version, hidden = versions[index]
             local = (info >> 4) == 0
-            out.append(Symbol(sym_name, value, size, _STT_KINDS.get(stt, SymbolKind.OTHER),
-                              local, current_file if local else None))
+            out.append(Symbol(bare, value, size, _STT_KINDS.get(stt, SymbolKind.OTHER),
+                              local, current_file if local else None, version, hidden,
+                              stt == _STT_GNU_IFUNC))
         return out
 
     def segment_of(self, vaddr: int) -> LoadSegment | None:
@@ -202,6 +245,19 @@ class ElfImage:
 
     def close(self) -> None:
         self._stream.close()
+
+
+def _with_dynamic_versions(static: list[Symbol], dynamic: list[Symbol]) -> list[Symbol]:
+    """.symtab symbols, each global one that .symtab spells bare given the
+    version .dynsym records for the same name and address."""
+    versions = {(s.name, s.address): s for s in dynamic if s.version}
+    out = []
+    for sym in static:
+        exported = versions.get((sym.name, sym.address))
+        if sym.version is None and not sym.local and exported is not None:
+            sym = dataclasses.replace(sym, version=exported.version, hidden=exported.hidden)
+        out.append(sym)
+    return out
 
 
 def _section_class(nobits, executable, writable) -> str:

@@ -233,7 +233,11 @@ class DwarfIndex:
         for i, (name, dir_index) in enumerate(files):
             index = i if version >= 5 else i + 1    # DWARF 4 file numbers start at 1
             d = dirs[dir_index] if dir_index < len(dirs) else ""
-            out[index] = os.path.normpath(os.path.join(comp_dir, d, _text(name)))
+            # Directory 0 is the comp dir itself (DWARF 5 6.2.4.1): joining
+            # it to DW_AT_comp_dir again doubles a relative one (glibc's
+            # "./malloc" became "malloc/malloc/malloc.c").
+            base = "" if d == comp_dir else comp_dir
+            out[index] = os.path.normpath(os.path.join(base, d, _text(name)))
         return out
 
     def _cu_line_info(self, cu_offset: int) -> tuple[int | None, str]:

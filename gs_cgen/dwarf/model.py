@@ -219,6 +219,20 @@ class FunctionSite:
     probe_address: int
     decl_file: str | None
     decl_line: int | None
+    # Why DWARF describes no parameters or locals here (hand-written
+    # assembly, a symbol without DWARF); None for a described function.
+    no_variables: str | None = None
+
+
+@dataclass(frozen=True)
+class IfuncSymbol:
+    """A GNU indirect function (STT_GNU_IFUNC). Its symbol's address is a
+    resolver that ld.so calls once; the code that runs is what it returns."""
+
+    name: str                                  # as looked up: `memcpy@@GLIBC_2.14`
+    resolver: int
+    got_slots: tuple[int, ...]                 # R_X86_64_IRELATIVE slots ld.so fills with the choice
+    implementations: tuple[tuple[int, str], ...]   # (address, name) the resolver can return
 
 
 @dataclass(frozen=True)

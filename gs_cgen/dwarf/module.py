@@ -17,13 +17,16 @@ from gs_cgen.dwarf.code import check_instruction_boundary, registers_written
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
+from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
 from gs_cgen.dwarf.model import (AtRegisterOffset, CallSiteValue, EntryValue, InRegister,
                                  OptimizedOut, VariableLocation, register_name,
-                                 CodeLocation, FunctionSite, GlobalVariable, LineSite, LoadSegment,
-                                 UnsupportedLocation, VisibleVariable)
+                                 CodeLocation, FunctionSite, GlobalVariable, IfuncSymbol, LineSite,
+                                 LoadSegment, UnsupportedLocation, VisibleVariable)
+from gs_cgen.dwarf.relocs import dynamic_relocations, dynamic_symbol_names, import_slots
 from gs_cgen.dwarf.scopes import ScopeContext, visible_variables
+from gs_cgen.dwarf.symvers import parse_spelling
 from gs_cgen.dwarf.sites import (function_probe_address, is_optimized_gcc, line_at, match_files,
                                  stmt_rows_for)
 from gs_cgen.dwarf.typebuild import TypeBuilder
@@ -152,7 +155,9 @@ class ModuleDebugInfo:
         return self._elf.section_of(vaddr)
 
     def function_names(self) -> list[str]:
-        return _base_names(self._elf.symbols.names(SymbolKind.FUNC))
+        symbols = self._elf.symbols
+        return _base_names(symbols.names(SymbolKind.FUNC)) + \
+            symbols.versioned_names(SymbolKind.FUNC)
 
     def global_names(self) -> list[str]:
         return _base_names(self._elf.symbols.names(SymbolKind.OBJECT))
@@ -161,24 +166,82 @@ class ModuleDebugInfo:
 
     def find_functions(self, name: str) -> list[FunctionSite]:
         """Out-of-line instances of function `name` (statics in several
-        CUs and GCC clones such as `name.constprop.0` included)."""
+        CUs and GCC clones such as `name.constprop.0` included). `name` may
+        be an alias or a versioned name (`memcpy@GLIBC_2.2.5`): the DWARF
+        subprogram at the symbol's address is the function, whatever its
+        DW_AT_name (`malloc` is `__libc_malloc`), as for gdb's `break`."""
         self.require_debug_info()
+        bare = parse_bare(name)
+        symbols = [s for s in self._symbols_named(name, SymbolKind.FUNC) if not s.ifunc]
         found: dict[int, FunctionSite] = {}
-        for sym in self._symbols_named(name, SymbolKind.FUNC):
+        for sym in symbols:
             hit = self._dwarf.function_at(sym.address)
-            if hit is not None and hit[1].name == name and hit[1].ranges[0][0] == sym.address:
+            # An alias may name any subprogram; a clone (f.constprop.0) must be f's.
+            if hit is not None and hit[1].ranges[0][0] == sym.address and \
+                    (sym.name == bare or hit[1].name == name):
                 found.setdefault(hit[1].die_offset, self._function_site(*hit))
         if not found and not self._elf.has_symtab:
             found = {e.die_offset: self._function_site(cu, e) for cu, e in self._scan_functions(name)}
         for site in self._inlined_sites(name, found):
             found.setdefault(-site.probe_address, site)
-        if not found and self._symbols_named(name, SymbolKind.FUNC):
-            raise DebugInfoError(f"function '{name}' in '{self.path}' has no DWARF description",
-                                 hints=("it may come from assembly or a file built without -g",))
+        if not found:          # known to the symbol table only: attach, no variables
+            found = {-s.address: self._symbol_site(s.address, s.name) for s in symbols
+                     if s.name == bare}
         if not found:
-            raise DebugInfoError(f"no function '{name}' in '{self.path}'",
-                                 candidates=nearest(name, self.function_names()))
+            self._raise_not_found(name)
         return sorted(found.values(), key=lambda site: site.low_pc)
+
+    def _raise_not_found(self, name: str):
+        if self.ifunc_named(name) is not None:
+            raise DebugInfoError(f"'{name}' in '{self.path}' is a GNU indirect function (IFUNC): "
+                                 "the code that runs is chosen when the process loads")
+        raise DebugInfoError(f"no function '{name}' in '{self.path}'",
+                             candidates=nearest(name, self.function_names()))
+
+    def function_site_at(self, address: int, wanted: str) -> FunctionSite:
+        """The function whose code starts at `address`, named for display
+        as the implementation of `wanted` (what an IFUNC resolver chose)."""
+        self.require_debug_info()
+        name = implementation_name(self._elf.symbols, address, wanted)
+        hit = self._dwarf.function_at(address)
+        if hit is None or hit[1].ranges[0][0] != address:
+            return self._symbol_site(address, name)
+        site = self._function_site(*hit)
+        reason = site.no_variables and self._assembly_reason(name, hit[0])
+        return dataclasses.replace(site, name=name, no_variables=reason)
+
+    def _symbol_site(self, address: int, name: str) -> FunctionSite:
+        """A function known only to the symbol table: probed at its first
+        instruction, where the arguments are still in their registers."""
+        symbol = self._elf.symbols.function_at(address)
+        size = symbol.size if symbol is not None and symbol.address == address else 1
+        where = self.describe_address(address)
+        return FunctionSite(name=name, low_pc=address, high_pc=address + max(size, 1),
+                            probe_address=address, decl_file=where.file, decl_line=where.line,
+                            no_variables=f"{name} has no DWARF description (assembly, or a file "
+                                         "built without -g)")
+
+    def ifunc_named(self, name: str) -> IfuncSymbol | None:
+        """The GNU IFUNC `name` names here (its resolver, the GOT slots
+        holding its choice, its candidate implementations), else None."""
+        return ifunc_symbol(self._elf, self._relocations, name)
+
+    def import_slots(self, name: str) -> tuple[int, ...]:
+        """GOT slots of this file bound to the dynamic symbol `name`."""
+        return import_slots(self._relocations, self._dynamic_names, parse_bare(name))
+
+    def exports_function(self, name: str) -> bool:
+        """A global or weak (not file-local) definition of `name` here: what
+        the dynamic linker would bind the name to."""
+        return any(not s.local for s in self._elf.symbols.named(name, SymbolKind.FUNC))
+
+    @functools.cached_property
+    def _relocations(self):
+        return dynamic_relocations(self._elf)
+
+    @functools.cached_property
+    def _dynamic_names(self) -> list[str]:
+        return dynamic_symbol_names(self._elf)
 
     def _inlined_sites(self, name: str, out_of_line: dict) -> list[FunctionSite]:
         """Inlined instances of `name` (gdb sets a location on each). Only
@@ -241,11 +304,26 @@ class ModuleDebugInfo:
         low, high = entry.ranges[0]
         file_attr = inherited_attr(die, "DW_AT_decl_file")
         line_attr = inherited_attr(die, "DW_AT_decl_line")
+        probe = self._probe_address(cu, low, high)
+        decl_file = self._decl_file(cu, file_attr.value) if file_attr else None
+        decl_line = line_attr.value if line_attr else None
+        if decl_file is None:           # assembly: where the line table puts it
+            where = self.describe_address(probe)
+            decl_file, decl_line = where.file, where.line
         return FunctionSite(
-            name=entry.name or "", low_pc=low, high_pc=high,
-            probe_address=self._probe_address(cu, low, high),
-            decl_file=self._decl_file(cu, file_attr.value) if file_attr else None,
-            decl_line=line_attr.value if line_attr else None)
+            name=entry.name or "", low_pc=low, high_pc=high, probe_address=probe,
+            decl_file=decl_file, decl_line=decl_line,
+            no_variables=self._assembly_reason(entry.name or f"0x{low:x}", cu))
+
+    def _assembly_reason(self, name: str, cu) -> str | None:
+        """Why a function of `cu` has no variables, when `cu` is assembly."""
+        top = cu.get_top_DIE()
+        language = top.attributes.get("DW_AT_language")
+        if language is None or language.value != _DW_LANG_MIPS_ASSEMBLER:
+            return None
+        source = top.attributes.get("DW_AT_name")
+        where = f" ({source.value.decode('utf-8', 'replace')})" if source else ""
+        return f"{name} is hand-written assembly{where}: DWARF describes no parameters or locals"
 
     def _probe_address(self, cu, low: int, high: int) -> int:
         producer = cu.get_top_DIE().attributes.get("DW_AT_producer")
@@ -398,11 +476,15 @@ class ModuleDebugInfo:
     def describe_address(self, vaddr: int) -> CodeLocation:
         """Function and source line of an instruction (gdb's `info symbol`
         + `info line`): the line-table row with the largest address not
-        above `vaddr` in the same sequence."""
+        above `vaddr` in the same sequence. The function is named as DWARF
+        names it (`__libc_malloc`, not its alias `malloc`), as gdb's `bt`."""
         symbol = self._elf.symbols.function_at(vaddr)
         function = symbol.name if symbol else None
         if not self.has_debug_info:
             return CodeLocation(function, None, None)
+        described = self._dwarf.function_at(vaddr)
+        if described is not None and described[1].name:
+            function = described[1].name
         cu = self._dwarf.cu_for_address(vaddr)
         if cu is None:
             return CodeLocation(function, None, None)
@@ -415,7 +497,10 @@ class ModuleDebugInfo:
                 if best is not None and best.address <= row.address <= vaddr:
                     best = None        # that sequence ended before vaddr
                 continue
-            if row.line and (best is None or row.address >= best.address):
+            # gdb's find_pc_sect_line: the last row at the address, but an
+            # is_stmt one there over a later non-statement row.
+            if row.line and (best is None or row.address > best.address or
+                             (row.address == best.address and (row.is_stmt or not best.is_stmt))):
                 best = row
         if best is None:
             return CodeLocation(function, None, None)
@@ -473,6 +558,9 @@ class ModuleDebugInfo:
 
 
 _FULL_SCAN_LIMIT = 2 << 20          # bytes of .debug_info a DIE walk may cover
+# What GNU as records for a .S file (DWARF 5 section 7.12 leaves assembly
+# languages to vendors; gas, gdb and LLVM use the MIPS value).
+_DW_LANG_MIPS_ASSEMBLER = 0x8001
 _CU_RELATIVE_REFS = ("DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM_ref8",
                      "DW_FORM_ref_udata")
 
@@ -490,6 +578,11 @@ def _function_covering(functions, address: int) -> FunctionEntry | None:
         if any(lo <= address < hi for lo, hi in entry.ranges):
             return entry
     return None
+
+
+def parse_bare(name: str) -> str:
+    """`memcpy` of `memcpy@@GLIBC_2.14`."""
+    return parse_spelling(name).name
 
 
 def _base_names(names: list[str]) -> list[str]:

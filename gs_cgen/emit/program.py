@@ -14,7 +14,8 @@ from gs_cgen.plan.model import (BacktraceCapture, DumpCapture, EventTransport, I
                                 ScalarCapture, Step, StringCapture, ValueSlot)
 
 _HERE = Path(__file__).resolve().parent
-_ASSERTED_STRUCTS = ("gs_event_hdr", "proc_module_key", "proc_module_offsets_value")
+_ASSERTED_STRUCTS = ("gs_event_hdr", "proc_module_key", "proc_module_offsets_value",
+                     "gs_event_counts")
 _SUBMIT = {
     EventTransport.RINGBUF: "long err = ${events}.ringbuf_output(ev, size, 0);",
     EventTransport.PERF: "long err = ${events}.perf_submit(ctx, ev, size);",
@@ -98,7 +99,8 @@ def _runtime_section(plan: Plan) -> str:
         events_decl=Template(_EVENTS_DECL[plan.transport]).substitute(events=events),
         submit=Template(_SUBMIT[plan.transport]).substitute(events=events),
         notify=notify.substitute(events=events, ctx="ctx"), exec_watch=exec_watch,
-        scratch=names["GS_MAP_SCRATCH"], lost=names["GS_MAP_LOST"],
+        scratch=names["GS_MAP_SCRATCH"], counts=names["GS_MAP_COUNTS"],
+        probe_count=max(1, len(plan.probes)),
         offsets=names["GS_MAP_OFFSETS"], aliases=names["GS_MAP_PID_ALIASES"],
         wanted=names["GS_MAP_OFFSETS_WANTED"])
 

@@ -85,12 +85,14 @@ class _ProbeBuilder:
 
     def __post_init__(self) -> None:
         visible = {}
-        for var in self.module.variables_at(self.site.address):
+        # Code DWARF does not describe (assembly) has no scopes to read.
+        variables = () if self.site.no_variables else self.module.variables_at(self.site.address)
+        for var in variables:
             visible.setdefault(var.name, var)   # innermost scope wins
         where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
         self.exprs = ExprPlanner(self.module, self.modules, visible, where,
                                  self.options.input_pid, abi().constants["GS_COMPARE_CAP"],
-                                 self.text, self.site.address)
+                                 self.text, self.site.address, self.site.no_variables)
 
     def build(self) -> ProbePlan:
         steps = self._block(self.block.body)

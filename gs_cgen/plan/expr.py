@@ -36,9 +36,11 @@ class ExprPlanner:
     """Plans expressions for one probe site; `scopes` holds `let` aliases."""
 
     def __init__(self, module, modules, visible: dict, where: str, input_pid: int | None,
-                 compare_cap: int, source_text: str, probe_address: int = 0) -> None:
+                 compare_cap: int, source_text: str, probe_address: int = 0,
+                 no_variables: str | None = None) -> None:
         self.module, self.modules, self.visible, self.where = module, modules, visible, where
         self.probe_address = probe_address
+        self.no_variables = no_variables     # why the site has no DWARF variables
         self.source_text = source_text
         self.input_pid, self.compare_cap = input_pid, compare_cap
         self.scopes: list[dict[str, ir.Place]] = [{}]
@@ -96,6 +98,10 @@ class ExprPlanner:
             return ir.MemoryPlace(self.static_address(glob.address, owner), glob.type)
         pool = [n for s in self.scopes for n in s] + list(self.visible) + \
             self.modules.global_names(self.module)
+        if self.no_variables:
+            raise PlanError(f"no variable '{ident}' at {self.where}: {self.no_variables}",
+                            expr.span, hints=("special variables such as $pid and $tid, and "
+                                              "globals, can be read there",))
         raise PlanError(f"no variable '{ident}' at {self.where}", expr.span,
                         candidates=nearest(ident, pool))
 

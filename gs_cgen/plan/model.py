@@ -39,11 +39,60 @@ class ProbeSite:
     source_file: str | None
     source_line: int | None
     module_cookie: int = 0
+    function_note: str | None = None   # "IFUNC, chosen by this process"
+    no_variables: str | None = None    # why no DWARF variables are visible here (assembly)
     open_path: str = ""       # where the uprobe is attached; '' = module_path
 
     @property
     def attach_path(self) -> str:
         return self.open_path or self.module_path
+
+    @property
+    def function_text(self) -> str:
+        """The function as --dry-run and `info` show it: its DWARF name
+        and how it was chosen, e.g. `__strlen_avx2 (IFUNC, chosen by this
+        process; assembly, no DWARF variables)`."""
+        notes = [n for n in (self.function_note,
+                             "assembly, no DWARF variables" if self.no_variables else None) if n]
+        return (self.function or "?") + (f" ({'; '.join(notes)})" if notes else "")
+
+
+# ------------------------------------------------------------- GNU IFUNCs
+# Which implementation an IFUNC runs is read out of a process (runtime/);
+# the plan says where to look and gets back an address.
+
+@dataclass(frozen=True)
+class GotSlot:
+    """A GOT entry (link-time address `vaddr` in the module at `module_path`,
+    the path the tracer opens it by) that holds a function's run-time
+    address once ld.so has relocated it."""
+
+    module_path: str
+    segments: tuple[LoadSegment, ...]
+    vaddr: int
+    # True: filled with this very resolver's result (R_X86_64_IRELATIVE);
+    # False: bound to the symbol's name, which may be another version.
+    exact: bool
+
+
+@dataclass(frozen=True)
+class IfuncLookup:
+    """Where to read which implementation of IFUNC `name` a process runs:
+    `slots` in order. A value read counts when it is code of the defining
+    module and, from a slot that is not `exact`, one of `implementations`
+    (when those are known)."""
+
+    name: str
+    module_path: str
+    segments: tuple[LoadSegment, ...]
+    slots: tuple[GotSlot, ...]
+    implementations: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class IfuncChoice:
+    address: int          # the implementation, as a link-time address of the module
+    chosen_by: str        # "this process", "gs-cgen's own process (...)"
 
 
 # ----------------------------------------------------------- value captures

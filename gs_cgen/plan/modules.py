@@ -1,6 +1,8 @@
 """The modules a script can name: the default module (-t PATH, or the main
-executable of -p PID) and, with -p, every other module the process maps.
-Modules are opened lazily; only modules with DWARF can hold probe sites.
+executable of -p PID or of `-- COMMAND`) and every other module the process
+maps, or, for a command held before its first instruction, will map (its
+library closure). Modules are opened lazily; only modules with DWARF can
+hold probe sites.
 
 Modules are named by their display path (the target's view); `files` says
 how to open each one (ModuleFile). A path without an entry there is a file
@@ -10,10 +12,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Callable, NoReturn
 
 from gs_cgen.dwarf import open_module
-from gs_cgen.errors import DebugInfoError, PlanError
-from gs_cgen.plan.model import ModuleFile
+from gs_cgen.errors import DebugInfoError, PlanError, nearest
+from gs_cgen.plan.model import GotSlot, IfuncChoice, IfuncLookup, ModuleFile
+
+# Reads an IFUNC's choice out of a process (runtime/ifunc.py); None when
+# no process it can see has run that resolver.
+IfuncReader = Callable[[IfuncLookup], "IfuncChoice | None"]
+# Modules named in a "searched" hint at most.
+_SEARCHED_SHOWN = 12
 
 
 @dataclass
@@ -21,22 +30,29 @@ class ModuleSet:
     default_path: str
     other_paths: tuple[str, ...] = ()
     restrict_to_default: bool = False      # -t named the module: look nowhere else
+    ifunc_reader: IfuncReader | None = None
     files: dict[str, ModuleFile] = field(default_factory=dict)   # by display path
     _opened: dict[str, object] = field(default_factory=dict)
 
     @classmethod
     def over(cls, default: ModuleFile, others: Iterable[ModuleFile] = (),
-             restrict_to_default: bool = False) -> "ModuleSet":
-        """A set over a process's module files (runtime/target.py made them)."""
+             extra_paths: Iterable[str] = (), restrict_to_default: bool = False,
+             ifunc_reader: IfuncReader | None = None) -> "ModuleSet":
+        """A set over a process's module files (runtime/target.py made
+        them), after `extra_paths`: files of our own view that it will load
+        (a held command's library closure)."""
         files = {default.display_path: default}
         for file in others:
             files.setdefault(file.display_path, file)
-        return cls(default.display_path, tuple(files), restrict_to_default, files)
+        paths = tuple(dict.fromkeys([*extra_paths, *files]))
+        return cls(default.display_path, paths, restrict_to_default, ifunc_reader, files)
 
     @classmethod
-    def of(cls, default, *others, restrict_to_default: bool = False) -> "ModuleSet":
+    def of(cls, default, *others, restrict_to_default: bool = False,
+           ifunc_reader: IfuncReader | None = None) -> "ModuleSet":
         """A set over modules opened already (tests, `info`)."""
-        modules = cls(default.path, tuple(m.path for m in others), restrict_to_default)
+        modules = cls(default.path, tuple(m.path for m in others), restrict_to_default,
+                      ifunc_reader)
         for module in (default, *others):
             modules._opened[module.path] = module
         return modules
@@ -67,14 +83,18 @@ class ModuleSet:
         return list(self._opened.values())
 
     def others(self):
-        """Other loaded modules that can be read (vdso and vanished files skipped)."""
+        """Other loaded modules that can be read (vdso and vanished files
+        skipped), each once: two paths may name one file (/lib64/ld.so from
+        PT_INTERP and its real path in /proc/PID/maps)."""
+        seen = {self.default.path}       # as opened: a host path is its real path
         for path in self.other_paths:
-            if path == self.default_path:
-                continue
             try:
-                yield self.open(path)
+                module = self.open(path)
             except DebugInfoError:
                 continue
+            if module.path not in seen:
+                seen.add(module.path)
+                yield module
 
     def by_suffix(self, suffix: str):
         """`libfoo.so:0x…`: the module whose path is or ends with `suffix`."""
@@ -95,11 +115,56 @@ class ModuleSet:
         if self.restrict_to_default:
             return [default]
         if default.has_debug_info and default.has_function_symbol(name):
-            holders = [default] + [m for m in self.others()
-                                   if m.has_debug_info and m.has_function_symbol(name)]
-        else:
-            holders = [m for m in self.others() if m.has_debug_info and m.has_function_symbol(name)]
-        return holders
+            return [default] + [m for m in self.others()
+                                if m.has_debug_info and m.has_function_symbol(name)]
+        holders = [m for m in self.others() if m.has_debug_info and m.has_function_symbol(name)]
+        return _exporters_only(holders, name)
+
+    def choose_ifunc(self, module, ifunc) -> IfuncChoice:
+        """Which implementation of the GNU IFUNC `ifunc` (defined in
+        `module`) runs: read from the GOT of a process that resolved it.
+        Its own IRELATIVE slots first, then the executable's import slots."""
+        # Open paths: the reader stats them to find the file in a process's maps.
+        slots = [GotSlot(module.open_path, tuple(module.segments), vaddr, True)
+                 for vaddr in ifunc.got_slots]
+        default = self.default
+        if default is not module:
+            slots += [GotSlot(default.open_path, tuple(default.segments), vaddr, False)
+                      for vaddr in default.import_slots(ifunc.name)]
+        lookup = IfuncLookup(ifunc.name, module.open_path, tuple(module.segments), tuple(slots),
+                             tuple(address for address, _ in ifunc.implementations))
+        choice = self.ifunc_reader(lookup) if self.ifunc_reader and slots else None
+        if choice is not None:
+            return choice
+        raise DebugInfoError(
+            f"'{ifunc.name}' in '{module.path}' is a GNU indirect function (IFUNC), and no "
+            "process that gs-cgen can read has resolved it, so which implementation runs "
+            "is unknown", candidates=tuple(name for _, name in ifunc.implementations),
+            hints=("trace one of the implementations by name, or give -p PID of a process "
+                   "that maps this file",))
+
+    def raise_function_not_found(self, name: str) -> NoReturn:
+        """No module's DWARF has function `name`. A module with the symbol
+        but no DWARF says so; otherwise the error offers the nearest names
+        across every module searched and lists them."""
+        modules = [self.default, *self.others()]
+        for module in modules:
+            if not module.has_debug_info and module.has_function_symbol(name):
+                module.require_debug_info()
+        pool = {n for m in modules if m.has_debug_info for n in m.function_names()}
+        where = f"'{self.default.path}'"
+        if len(modules) > 1:
+            where += " or the libraries it loads"
+        raise DebugInfoError(f"no function '{name}' in {where}",
+                             candidates=nearest(name, pool), hints=(self.searched(),))
+
+    def searched(self) -> str:
+        """Which modules a lookup went through, for an error's hint."""
+        modules = [self.default] if self.restrict_to_default else [self.default, *self.others()]
+        with_dwarf = [m.path for m in modules if m.has_debug_info]
+        without = [os.path.basename(m.path) for m in modules if not m.has_debug_info]
+        text = "searched " + _some(with_dwarf)
+        return text + (f"; without DWARF, not searched: {_some(without)}" if without else "")
 
     def line_modules(self, file: str, line: int) -> list:
         """The default module when it has `file`, else the others that do."""
@@ -119,6 +184,7 @@ class ModuleSet:
                 except DebugInfoError:
                     continue
             if not found:
+                first_error.hints = (*first_error.hints, self.searched())
                 raise first_error
             return found
 
@@ -143,3 +209,19 @@ class ModuleSet:
 
     def global_names(self, own) -> list[str]:
         return own.global_names() if own.has_debug_info else []
+
+
+def _exporters_only(holders: list, name: str) -> list:
+    """Of several libraries holding `name`, the one that exports it when
+    the others have it only as a file-local symbol (ld.so's own static
+    `strlen` next to libc's): the dynamic linker binds the name there."""
+    if len(holders) < 2:
+        return holders
+    exporters = [m for m in holders if m.exports_function(name)]
+    return exporters if len(exporters) == 1 else holders
+
+
+def _some(items: list[str]) -> str:
+    shown = ", ".join(items[:_SEARCHED_SHOWN]) or "nothing"
+    more = len(items) - _SEARCHED_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")

@@ -1,11 +1,25 @@
 """Trace patterns → probe sites (module, address and uprobe file offset)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 from gs_cgen.errors import DebugInfoError
 from gs_cgen.plan.model import ProbeSite, module_cookie
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.script import ast
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One address a pattern names, before it becomes a ProbeSite."""
+
+    module: object
+    address: int
+    function: str | None
+    file: str | None
+    line: int | None
+    function_note: str | None = None
+    no_variables: str | None = None
 
 
 def resolve_sites(block: ast.TraceBlock, modules: ModuleSet,
@@ -17,16 +31,16 @@ def resolve_sites(block: ast.TraceBlock, modules: ModuleSet,
         if exc.span is None:
             exc.span = block.pattern_span
         raise
-    return [(module, _site(block, module, first_probe_id + i, *where))
-            for i, (module, *where) in enumerate(found)]
+    return [(where.module, _site(block, first_probe_id + i, where))
+            for i, where in enumerate(found)]
 
 
-def _resolve(block: ast.TraceBlock, modules: ModuleSet) -> list[tuple]:
+def _resolve(block: ast.TraceBlock, modules: ModuleSet) -> list[_Found]:
     match block.pattern:
         case ast.FunctionPattern(name=name):
             return _functions(name, modules)
         case ast.LinePattern(file=file, line=line):
-            return [(m, s.address, s.function, s.file, s.line)
+            return [_Found(m, s.address, s.function, s.file, s.line)
                     for m in modules.line_modules(file, line)
                     for s in sorted(m.find_lines(file, line), key=lambda s: s.address)]
         case ast.AddressPattern(address=address, module=suffix):
@@ -34,11 +48,11 @@ def _resolve(block: ast.TraceBlock, modules: ModuleSet) -> list[tuple]:
             module.require_debug_info()
             function = module.check_code_address(address)
             where = module.describe_address(address)
-            return [(module, address, where.function or function, where.file, where.line)]
+            return [_Found(module, address, where.function or function, where.file, where.line)]
     raise TypeError(block.pattern)
 
 
-def _functions(name: str, modules: ModuleSet) -> list[tuple]:
+def _functions(name: str, modules: ModuleSet) -> list[_Found]:
     holders = modules.function_modules(name)
     if len(holders) > 1:
         paths = ", ".join(m.path for m in holders)
@@ -46,16 +60,45 @@ def _functions(name: str, modules: ModuleSet) -> list[tuple]:
             f"function '{name}' is defined in several modules: {paths}",
             hints=(f"name the module with -t, e.g. -t {holders[1].path} -p PID",))
     module = holders[0] if holders else modules.default
-    module.require_debug_info()
-    return [(module, f.probe_address, f.name, f.decl_file, f.decl_line)
-            for f in sorted(module.find_functions(name), key=lambda f: f.probe_address)]
+    if holders:
+        ifunc = module.ifunc_named(name)
+        if ifunc is not None:
+            return [_ifunc_implementation(module, ifunc, modules)]
+        functions = module.find_functions(name)
+    else:
+        functions = _in_default(name, modules)
+    return [_Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
+                   no_variables=f.no_variables)
+            for f in sorted(functions, key=lambda f: f.probe_address)]
 
 
-def _site(block: ast.TraceBlock, module, probe_id: int, address: int,
-          function: str | None, file: str | None, line: int | None) -> ProbeSite:
+def _in_default(name: str, modules: ModuleSet) -> list:
+    """No symbol table has `name`; the default module's DWARF still may
+    (a file without .symtab). Else the error says where we looked."""
+    default = modules.default
+    if default.has_debug_info:
+        try:
+            return default.find_functions(name)
+        except DebugInfoError:
+            pass
+    modules.raise_function_not_found(name)
+
+
+def _ifunc_implementation(module, ifunc, modules: ModuleSet) -> _Found:
+    """A GNU IFUNC is probed where it runs: the implementation its resolver
+    chose in the process (the resolver itself runs once, at load)."""
+    choice = modules.choose_ifunc(module, ifunc)
+    f = module.function_site_at(choice.address, ifunc.name)
+    return _Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
+                  f"IFUNC, chosen by {choice.chosen_by}", f.no_variables)
+
+
+def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
+    module = where.module
     return ProbeSite(probe_id=probe_id, pattern_text=block.pattern_text,
-                     module_path=module.path, address=address,
-                     file_offset=module.vaddr_to_file_offset(address), function=function,
-                     source_file=file, source_line=line,
+                     module_path=module.path, address=where.address,
+                     file_offset=module.vaddr_to_file_offset(where.address),
+                     function=where.function, source_file=where.file, source_line=where.line,
                      module_cookie=module_cookie(module.path, module.build_id),
+                     function_note=where.function_note, no_variables=where.no_variables,
                      open_path=module.open_path)

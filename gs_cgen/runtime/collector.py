@@ -1,56 +1,103 @@
-"""Drive the event loop: poll the ring, hand raw events on, watch the loss
-counters and the stop conditions. Moves bytes only; rendering is elsewhere."""
+"""Drive the event loop: poll the ring, hand raw events on, keep the event
+account and the stop conditions. Moves bytes only; rendering is elsewhere.
+
+Loss is never silent and never estimated. The probes count, per probe, the
+trace events they wrote to the ring (`sent`) and those the ring refused
+(`failed`); the collector counts the trace events it read. At the end the
+probes are detached first, so nothing more is produced, then the ring is
+drained for a bounded time: whatever is still unread then is lost too. So
+read + lost = produced, exactly."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gs_cgen.abi import abi
+
 LOSS_REPORT_INTERVAL_S = 2.0
 # At the end, events already in the ring are still rendered, for this long
-# at most (a target still flooding the ring must not keep us alive).
+# at most (a reader slower than the ring is full must not keep us alive).
 DRAIN_SECONDS = 2.0
 
 
-@dataclass
-class LossTracker:
-    """Drops counted by the probe's per-CPU counter when an output failed."""
+@dataclass(frozen=True)
+class EventCounts:
+    """What the probes' counters say (summed over probes and CPUs)."""
 
-    kernel_lost: int = 0
-    reported: int = 0
+    sent: int = 0
+    failed: int = 0
+
+
+@dataclass
+class EventAccount:
+    """Every trace event the probes produced, and where it went."""
+
+    counts: EventCounts = field(default_factory=EventCounts)
+    received: int = 0             # trace events read from the ring
+    reported_lost: int = 0        # the total as last reported
     last_report: float = field(default_factory=time.monotonic)
 
     @property
-    def total(self) -> int:
-        return self.kernel_lost
+    def produced(self) -> int:
+        return self.counts.sent + self.counts.failed
 
-    def unreported(self, now: float, force: bool = False) -> int:
-        """How many new losses to report now (0 when nothing is due)."""
-        due = force or now - self.last_report >= LOSS_REPORT_INTERVAL_S
-        if not due or self.total == self.reported:
-            return 0
-        new = self.total - self.reported
-        self.reported, self.last_report = self.total, now
-        return new
+    @property
+    def unread(self) -> int:
+        """Written to the ring and not read (only final once detached)."""
+        return max(0, self.counts.sent - self.received)
+
+    def lost(self, include_unread: bool) -> int:
+        return self.counts.failed + (self.unread if include_unread else 0)
+
+    def due_report(self, now: float) -> tuple[int, int] | None:
+        """(new, total) losses to report while tracing, at most every
+        LOSS_REPORT_INTERVAL_S; None when there is nothing new or not yet."""
+        total = self.lost(include_unread=False)
+        if total == self.reported_lost or now - self.last_report < LOSS_REPORT_INTERVAL_S:
+            return None
+        new, self.reported_lost, self.last_report = total - self.reported_lost, total, now
+        return new, total
 
 
-def collect(session, on_event: Callable[[bytes], None], should_stop: Callable[[], bool],
-            on_loss: Callable[[int], None], poll_ms: int = 100) -> LossTracker:
-    """Poll until `should_stop()`; return the loss tally (already reported)."""
-    losses = LossTracker()
-    session.open_events(on_event)
+@dataclass(frozen=True)
+class LossReports:
+    """Where loss goes: `periodic(new, total)` while tracing, `final(total)`
+    once at the end when anything was lost."""
+
+    periodic: Callable[[int, int], None]
+    final: Callable[[int], None]
+
+
+def collect(session, on_event: Callable[[bytes], bool], should_stop: Callable[[], bool],
+            losses: LossReports, unread_is_lost: Callable[[], bool] = lambda: True,
+            poll_ms: int = 100) -> EventAccount:
+    """Poll until `should_stop()`; then detach, drain and settle the account.
+    `unread_is_lost()` is asked at the end: False when the caller stopped
+    wanting events (--max-events), so events left unread are not losses."""
+    account = EventAccount()
+    kind_at = abi().structs["gs_event_hdr"].field("kind").offset
+    trace_kind = abi().constants["GS_EVENT_TRACE"]
+
+    def counting(raw: bytes) -> bool:
+        if int.from_bytes(raw[kind_at:kind_at + 4], "little") == trace_kind:
+            account.received += 1
+        return on_event(raw)
+
+    session.open_events(counting)
     try:
         while not should_stop():
             session.poll(poll_ms)
-            losses.kernel_lost = session.lost_events()
-            if new := losses.unreported(time.monotonic()):
-                on_loss(new)
+            account.counts = session.event_counts()
+            if report := account.due_report(time.monotonic()):
+                losses.periodic(*report)
     finally:
+        session.detach()
         _drain(session)
-        losses.kernel_lost = session.lost_events()
-        if new := losses.unreported(time.monotonic(), force=True):
-            on_loss(new)
-    return losses
+        account.counts = session.event_counts()
+        if total := account.lost(unread_is_lost()):
+            losses.final(total)
+    return account
 
 
 def _drain(session) -> None:

@@ -2,7 +2,13 @@
 time, for processes that exec later (-t), and whenever a probe reports a
 miss (a library mapped after we looked). A process whose modules are not
 all mapped yet is retried for a while; until then its values read as
-`<error: offsets unavailable>`, never as guesses."""
+`<error: offsets unavailable>`, never as guesses.
+
+A probe reports a process's misses once (gs_offsets_wanted), so that a hot
+probe cannot flood the ring. When the retries give up with a module still
+unmapped (a library dlopen()ed later, or one the command loads after a
+while), that report is re-armed: the next miss is reported again, at most
+once per RETRY_SECONDS per process, until the module maps."""
 from __future__ import annotations
 
 import time
@@ -13,15 +19,19 @@ from gs_cgen.plan.model import ModuleRef
 from gs_cgen.runtime import target as proc
 
 RETRY_SECONDS = 3.0
+# A pending process's maps are read at most this often, however fast events
+# arrive (retry() runs after every poll batch).
+RETRY_INTERVAL = 0.1
 
 
 @dataclass
 class OffsetKeeper:
-    session: object                      # TraceSession (set_module_offsets)
+    session: object                      # TraceSession (set_module_offsets, rearm_offsets_notice)
     modules: tuple[ModuleRef, ...]
     pid_filter: int | None = None
     pending: dict[int, float] = field(default_factory=dict)   # pid -> give-up time
     filled: dict[int, set[int]] = field(default_factory=dict)  # pid -> cookies done
+    last_try: dict[int, float] = field(default_factory=dict)   # pid -> when retry() read its maps
 
     def fill(self, pid: int) -> bool:
         """Fill every plan module mapped in `pid`; True when all are done."""
@@ -49,8 +59,18 @@ class OffsetKeeper:
     def retry(self) -> None:
         now = time.monotonic()
         for pid, give_up in list(self.pending.items()):
-            if self.fill(pid) or now > give_up:
-                del self.pending[pid]
+            if now - self.last_try.get(pid, float("-inf")) < RETRY_INTERVAL:
+                continue
+            self.last_try[pid] = now
+            if self.fill(pid):
+                self._settle(pid)
+            elif now > give_up:
+                self._settle(pid)
+                self.session.rearm_offsets_notice(pid)
+
+    def _settle(self, pid: int) -> None:
+        del self.pending[pid]
+        self.last_try.pop(pid, None)
 
     def fill_existing(self) -> None:
         """Processes running when we attach: the -p process, or (-t) every

@@ -19,6 +19,7 @@ from gs_cgen.abi import HEADER_PATH, abi
 from gs_cgen.emit.c import probe_function_name
 from gs_cgen.errors import PrivilegeError, RuntimeTraceError
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
+from gs_cgen.runtime.collector import EventCounts
 from gs_cgen.runtime.target import SectionOffsets
 
 # Events handled per poll at most, so stop conditions are checked often.
@@ -145,14 +146,28 @@ class TraceSession:
         table[key] = table.Leaf(text=offsets.text & _U64, rodata=offsets.rodata & _U64,
                                 data=offsets.data & _U64, bss=offsets.bss & _U64)
 
-    def lost_events(self) -> int:
-        table = self.bpf[abi().map_names["GS_MAP_LOST"]]
-        return sum(int(getattr(v, "value", v)) for v in table[0])
+    def event_counts(self) -> EventCounts:
+        """The probes' sent/failed counters, summed over probes and CPUs."""
+        table = self.bpf[abi().map_names["GS_MAP_COUNTS"]]
+        sent = failed = 0
+        for per_cpu in table.values():
+            for counts in per_cpu:
+                sent, failed = sent + counts.sent, failed + counts.failed
+        return EventCounts(sent, failed)
+
+    def rearm_offsets_notice(self, pid: int) -> None:
+        """Let the probes report `pid`'s next offsets miss: they report a
+        process once, until its entry here is deleted."""
+        table = self.bpf[abi().map_names["GS_MAP_OFFSETS_WANTED"]]
+        try:
+            del table[table.Key(pid)]
+        except KeyError:
+            pass                          # no probe has missed yet
 
     # ------------------------------------------------------------ events
     def open_events(self, on_event) -> None:
         """`on_event(bytes)` per event. Drops are counted by the probe
-        itself (lost_events), for both transports."""
+        itself (event_counts), for both transports."""
         table = self.bpf[abi().map_names["GS_MAP_EVENTS"]]
 
         def raw(_ctx, data, size):

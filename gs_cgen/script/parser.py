@@ -36,7 +36,8 @@ _MAX_INT = 2**64 - 1
 _HEX_BYTES = re.compile(r"[0-9a-fA-F ]*")
 
 _ADDRESS = re.compile(r"0[xX]([0-9a-fA-F]+)")
-_FUNCTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A C identifier, optionally with a symbol version (`memcpy@@GLIBC_2.14`).
+_FUNCTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(@@?[A-Za-z_][A-Za-z0-9_.]*)?")
 
 
 def parse(text: str) -> ast.Script:
@@ -75,6 +76,11 @@ def _unterminated_string(token: Token) -> None:
 def _unterminated_comment(token: Token) -> None:
     span = SourceSpan(token.line, token.column, token.line, token.column + 2)
     raise ScriptError("unterminated comment: '/*' has no matching '*/'", span)
+
+
+# Words of the language itself; none can name a script variable.
+KEYWORDS = frozenset({"trace", "print", "let", "if", "else", "bt", "backtrace", "true",
+                      "false", "cast"})
 
 
 def _token_span(token: Token) -> SourceSpan:
@@ -137,6 +143,10 @@ class _ToAst(Transformer):
 
     def let_stmt(self, meta, children):
         name, value = children
+        if str(name) in KEYWORDS:
+            # The contextual lexer reads a keyword after `let` as a NAME.
+            raise ScriptError(f"'{name}' is a keyword and cannot be bound with let",
+                              _token_span(name), hints=("choose another name",))
         return ast.Let(str(name), value, _meta_span(meta))
 
     def if_stmt(self, meta, children):

@@ -132,6 +132,20 @@ def test_script_file_missing(basic_bin):
     assert "cannot read script file /nonexistent/x.gs" in err
 
 
+def test_script_file_that_is_a_directory_is_a_user_error(basic_bin, tmp_path):
+    err = user_error("trace", "-t", str(basic_bin), "-f", str(tmp_path))
+    assert f"cannot read script file {tmp_path}: Is a directory" in err
+
+
+def test_unreadable_script_file_is_a_user_error(public_copy):
+    script = public_copy.parent / "secret.gs"
+    script.write_text("trace add { print a; }")
+    os.chmod(script, 0o000)
+    result = as_nobody("trace", "-t", str(public_copy), "-f", str(script), "--emit-c")
+    assert result.returncode == 1, result.stderr
+    assert f"cannot read script file {script}: Permission denied" in result.stderr
+
+
 def test_bad_usage_exits_2(basic_bin):
     result = gs_cgen("trace", "-t", str(basic_bin))
     assert result.returncode == 2

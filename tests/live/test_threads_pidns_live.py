@@ -124,8 +124,37 @@ def test_overrun_reports_lost_events(threads_bin, start_target):
     _, err = finish(tracer, 25)
     assert tracer.returncode == 0, err
     assert "Traceback" not in err
-    lost = [int(n) for n in re.findall(r"lost (\d+) events", err)]
-    assert lost and max(lost) > 0, err
+    periodic = [(int(n), int(t)) for n, t in re.findall(r"lost (\d+) events \((\d+) in total\)", err)]
+    totals = [t for _, t in periodic]
+    assert periodic and totals == sorted(totals), err          # running totals only grow
+    assert all(t == sum(n for n, _ in periodic[:i + 1]) for i, t in enumerate(totals)), err
+    final = re.findall(r"lost (\d+) events in total", err)
+    assert len(final) == 1 and int(final[0]) >= totals[-1], err
+
+
+BURST = 50_000
+
+
+@pytest.mark.parametrize("event_map", ["ringbuf", "perf"])
+def test_delivered_plus_lost_is_exactly_what_the_threads_called(threads_bin, event_map):
+    """8 threads call burst() flat out (400k calls): far more than the reader
+    renders, so events are lost; every one is either printed or counted."""
+    result = gs_cgen("trace", "-s", 'trace burst { print "{} {}", id, i; }', "--output",
+                     "plain", "--event-map", event_map, "--", str(threads_bin), "burst",
+                     str(BURST), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "command exited with status 0" in result.stderr
+    printed = [line for line in result.stdout.splitlines() if line != "done"]
+    seen = set()
+    for line in printed:
+        thread_id, i = map(int, line.split())
+        assert 0 <= thread_id < THREADS and 0 <= i < BURST, line
+        seen.add((thread_id, i))
+    assert len(seen) == len(printed)                           # no event twice
+    final = re.findall(r"lost (\d+) events in total", result.stderr)
+    lost = int(final[0]) if final else 0
+    assert len(final) <= 1, result.stderr
+    assert len(printed) + lost == THREADS * BURST, result.stderr
 
 
 # PID namespaces -------------------------------------------------------------

@@ -32,11 +32,14 @@ _Static_assert(__builtin_offsetof(struct proc_module_offsets_value, text) == 0, 
 _Static_assert(__builtin_offsetof(struct proc_module_offsets_value, rodata) == 8, "gs_abi.h layout drift: proc_module_offsets_value.rodata");
 _Static_assert(__builtin_offsetof(struct proc_module_offsets_value, data) == 16, "gs_abi.h layout drift: proc_module_offsets_value.data");
 _Static_assert(__builtin_offsetof(struct proc_module_offsets_value, bss) == 24, "gs_abi.h layout drift: proc_module_offsets_value.bss");
+_Static_assert(sizeof(struct gs_event_counts) == 16, "gs_abi.h layout drift: gs_event_counts");
+_Static_assert(__builtin_offsetof(struct gs_event_counts, sent) == 0, "gs_abi.h layout drift: gs_event_counts.sent");
+_Static_assert(__builtin_offsetof(struct gs_event_counts, failed) == 8, "gs_abi.h layout drift: gs_event_counts.failed");
 
 /* --- fixed part: maps and event plumbing (template emit/runtime.c.in) --- */
 BPF_RINGBUF_OUTPUT(gs_events, GS_RINGBUF_PAGES);
 BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
-BPF_PERCPU_ARRAY(gs_lost_events, __u64, 1);
+BPF_PERCPU_ARRAY(gs_event_counts, struct gs_event_counts, 2);
 BPF_HASH(proc_module_offsets, struct proc_module_key, struct proc_module_offsets_value, GS_MAX_TRACKED_MODULES);
 BPF_HASH(pid_aliases, __u32, __u32, GS_MAX_TRACKED_MODULES);
 BPF_HASH(gs_offsets_wanted, __u32, __u8, GS_MAX_TRACKED_MODULES);
@@ -94,12 +97,17 @@ static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size)
     return scratch->bytes;
 }
 
-static __always_inline void gs_count_lost(void)
+/* Atomic adds: a uprobe program can be preempted by another run of itself
+ * on the same CPU, so even a per-CPU counter needs them. */
+static __always_inline void gs_count_output(__u32 probe_id, long err)
 {
-    __u32 zero = 0;
-    __u64 *lost = gs_lost_events.lookup(&zero);
-    if (lost)
-        *lost += 1;
+    struct gs_event_counts *counts = gs_event_counts.lookup(&probe_id);
+    if (!counts)
+        return;
+    if (err)
+        __sync_fetch_and_add(&counts->failed, 1);
+    else
+        __sync_fetch_and_add(&counts->sent, 1);
 }
 
 /* Tell the tracer, once per process, that its load offsets are needed. */
@@ -128,8 +136,7 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
 static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
 {
     long err = gs_events.ringbuf_output(ev, size, 0);
-    if (err)
-        gs_count_lost();
+    gs_count_output(((struct gs_event_hdr *)ev)->probe_id, err);
     return 0;
 }
 

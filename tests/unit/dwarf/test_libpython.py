@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -61,3 +62,32 @@ def test_find_global_by_address_search(libpython):
     flag = libpython.find_global("Py_VerboseFlag")
     assert time.perf_counter() - start < 3.0
     assert flag is not None and flag.section == "bss"
+
+
+# gdb 13 on the yardstick build: `break Objects/dictobject.c:LINE`. Several
+# rows share each address in this -O3 code; gdb drops a file's rows at an
+# address where the line program then switches to another file
+# (dwarf/sites.py gdb_visible_rows), and moves to the next line with code.
+DICT_LINES = (1874, 1897, 1899, 1903, 1906)
+
+
+def test_line_sites_follow_gdb_in_optimized_code(libpython, gdb_text):
+    path = libpython.path
+    text = gdb_text(path, *(f"break Objects/dictobject.c:{n}" for n in DICT_LINES),
+                    "info breakpoints")
+    expected = _gdb_locations(text)
+    for number, line in enumerate(DICT_LINES, 1):
+        sites = libpython.find_lines("Objects/dictobject.c", line)
+        assert {(s.address, s.line) for s in sites} == expected[number], line
+
+
+def _gdb_locations(text: str) -> dict[int, set[tuple[int, int]]]:
+    """breakpoint number -> {(address, line)} from `info breakpoints`."""
+    found: dict[int, set] = {}
+    for row in text.splitlines():
+        match = re.match(r"^(\d+)(?:\.\d+)?\s+(?:breakpoint\s+keep\s+)?y\s+(0x[0-9a-f]+) in \S+ "
+                         r"at \S+:(\d+)", row)
+        if match:
+            number, address, line = match.groups()
+            found.setdefault(int(number), set()).add((int(address, 16), int(line)))
+    return found

@@ -61,3 +61,20 @@ def test_unknown_file_suggests_nearest(binaries):
 def test_line_past_last_code_is_an_error(binaries):
     with pytest.raises(DebugInfoError, match="no code at or after line 9999"):
         open_module(binaries["O0"]).find_lines("dwarf_basic.c", 9999)
+
+
+def test_rows_a_file_switch_at_the_same_address_discards_as_gdb_does():
+    # At 0x10: f.c 10, f.c 11, h.h 5, f.c 12. Each switch of file at 0x10
+    # ends the previous file's rows there, so only f.c 12 stays (the line
+    # program then moves on to 0x14 in the same file). f.c 14 sits at the
+    # sequence's end address: the end marker drops it.
+    from gs_cgen.dwarf.index import LineTable, Row
+    from gs_cgen.dwarf.sites import gdb_visible_rows
+
+    def row(address, file, line, end=False):
+        return Row(address, file, line, True, False, end)
+    rows = (row(0x10, 1, 10), row(0x10, 1, 11), row(0x10, 2, 5), row(0x10, 1, 12),
+            row(0x14, 1, 13), row(0x18, 1, 14), row(0x18, 1, 0, end=True))
+    table = LineTable(rows, {1: "/src/f.c", 2: "/src/h.h"}, (0x10, 0x14, 0x18))
+    kept = [(r.address, r.file, r.line) for r in gdb_visible_rows(table) if not r.end_sequence]
+    assert kept == [(0x10, 1, 12), (0x14, 1, 13)]

@@ -5,7 +5,7 @@ import pytest
 
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import FloatType
-from gs_cgen.dwarf.model import AtAddress, InRegister, VariableKind, VisibleVariable
+from gs_cgen.dwarf.model import AtAddress, FunctionSite, InRegister, VariableKind, VisibleVariable
 from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.build import PlanOptions, build_plan
@@ -131,3 +131,20 @@ def test_input_pid_needs_p():
     options = PlanOptions("t.gs", PidNamespace(False), input_pid=None)
     with pytest.raises(PlanError, match=r"\$input_pid is only available with -p PID"):
         build_plan(parse("trace handle { print $input_pid; }"), ModuleSet.of(server_module()), options)
+
+
+def test_assembly_site_names_why_a_variable_is_missing():
+    module = server_module()
+    module.functions["__strlen_avx2"] = [FunctionSite(
+        "__strlen_avx2", 0x1500, 0x1580, 0x1500, "strlen-avx2.S", 65,
+        "__strlen_avx2 is hand-written assembly (strlen-avx2.S): DWARF describes no "
+        "parameters or locals")]
+    probe = plan("trace __strlen_avx2 { print $pid; print g_count; }", module).probes[0]
+    assert probe.site.no_variables and len(probe.slots) == 2
+    with pytest.raises(PlanError) as err:
+        plan("trace __strlen_avx2 { print s; }", module)
+    assert err.value.message == (
+        "no variable 's' at __strlen_avx2 (__strlen_avx2): __strlen_avx2 is hand-written "
+        "assembly (strlen-avx2.S): DWARF describes no parameters or locals")
+    assert err.value.hints == ("special variables such as $pid and $tid, and globals, can be "
+                               "read there",)

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from gs_cgen.dwarf.model import FunctionSite, GlobalVariable
+from gs_cgen.dwarf.model import FunctionSite, GlobalVariable, IfuncSymbol
 from gs_cgen.errors import DebugInfoError, PlanError
+from gs_cgen.plan.model import IfuncChoice, IfuncLookup
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.script.parser import parse
@@ -69,3 +70,94 @@ def test_module_suffix_for_address_patterns():
     assert modules.by_suffix("libx.so") is lib
     with pytest.raises(DebugInfoError, match="no loaded module matches 'liby.so'"):
         modules.by_suffix("liby.so")
+
+
+# ------------------------------------------------------------- GNU IFUNCs
+
+def ifunc_library() -> FakeModule:
+    """libc in miniature: `strlen` is an IFUNC (resolver 0x1100, one
+    IRELATIVE slot) whose implementations are an assembly function and a C one."""
+    lib = module("/lib/libc.so.6")
+    lib.functions["__strlen_avx2"] = [FunctionSite("__strlen_avx2", 0x1500, 0x1580, 0x1500,
+                                                   "strlen-avx2.S", 65, "__strlen_avx2 is asm")]
+    lib.functions["__strlen_sse2"] = [FunctionSite("__strlen_sse2", 0x1600, 0x1680, 0x1600,
+                                                   "strlen.c", 10)]
+    lib.ifuncs["strlen"] = IfuncSymbol("strlen", 0x1100, (0x3e00,),
+                                       ((0x1600, "__strlen_sse2"), (0x1500, "__strlen_avx2")))
+    return lib
+
+
+class RecordingReader:
+    def __init__(self, address: int) -> None:
+        self.address, self.lookups = address, []
+
+    def __call__(self, lookup: IfuncLookup) -> IfuncChoice:
+        self.lookups.append(lookup)
+        return IfuncChoice(self.address, "this process")
+
+
+def test_ifunc_is_probed_at_the_implementation_the_process_chose():
+    app, lib = module("/app", ["main"]), ifunc_library()
+    app.imports["strlen"] = (0x3fd0,)
+    reader = RecordingReader(0x1500)
+    ((owner, site),) = sites("trace strlen { }", ModuleSet.of(app, lib, ifunc_reader=reader))
+    assert owner is lib and (site.address, site.function) == (0x1500, "__strlen_avx2")
+    assert site.function_text == ("__strlen_avx2 (IFUNC, chosen by this process; "
+                                  "assembly, no DWARF variables)")
+    assert site.no_variables == "__strlen_avx2 is asm"
+    (lookup,) = reader.lookups
+    assert [(s.module_path, s.vaddr, s.exact) for s in lookup.slots] == [
+        ("/lib/libc.so.6", 0x3e00, True), ("/app", 0x3fd0, False)]
+    assert lookup.implementations == (0x1600, 0x1500)
+
+
+def test_ifunc_without_a_process_to_read_is_an_error_listing_implementations():
+    app, lib = module("/app", ["main"]), ifunc_library()
+    with pytest.raises(DebugInfoError) as err:
+        sites("trace strlen { }", ModuleSet.of(app, lib))
+    assert "is a GNU indirect function (IFUNC)" in err.value.message
+    assert err.value.candidates == ("__strlen_sse2", "__strlen_avx2")
+    assert err.value.span is not None                  # points at the pattern
+
+
+def test_exported_definition_wins_over_another_librarys_local_one():
+    app = module("/app", ["main"])
+    loader, libc = module("/lib/ld.so", ["strlen"]), module("/lib/libc.so.6", ["strlen"])
+    loader.local_functions.add("strlen")
+    ((owner, _),) = sites("trace strlen { }", ModuleSet.of(app, loader, libc))
+    assert owner is libc
+    other = module("/lib/libother.so", ["strlen"])         # exported twice: ambiguous
+    with pytest.raises(DebugInfoError, match="defined in several modules"):
+        sites("trace strlen { }", ModuleSet.of(app, loader, libc, other))
+
+
+def test_function_found_nowhere_names_the_modules_searched_and_nearest_names():
+    app = module("/app", ["main"])
+    lib = module("/lib/libx.so", ["lib_work", "lib_setup"])
+    bare = module("/lib/libc.so.6", ["malloc"])
+    bare.has_debug_info = False
+    with pytest.raises(DebugInfoError) as info:
+        sites("trace lib_wrok { }", ModuleSet.of(app, lib, bare))
+    assert info.value.message == "no function 'lib_wrok' in '/app' or the libraries it loads"
+    assert info.value.candidates == ("lib_work",)
+    assert info.value.hints == ("searched /app, /lib/libx.so; without DWARF, not searched: "
+                                "libc.so.6",)
+
+
+def test_function_whose_only_module_has_no_dwarf_says_so():
+    app = module("/app", ["main"])
+    bare = module("/lib/libc.so.6", ["malloc"])
+    bare.has_debug_info = False
+    with pytest.raises(DebugInfoError, match="/lib/libc.so.6 has no DWARF debug info"):
+        sites("trace malloc { }", ModuleSet.of(app, bare))
+
+
+def test_a_file_named_twice_is_one_module():
+    """ld.so by its PT_INTERP name and by its real path in /proc/PID/maps."""
+    app, lib = module("/app", ["main"]), module("/usr/lib/libx.so", ["work"])
+    modules = ModuleSet.of(app, lib)
+    modules._opened["/lib64/libx.so"] = lib            # what open_module gives for the link
+    modules.other_paths = ("/lib64/libx.so", "/usr/lib/libx.so", "/app")
+    assert list(modules.others()) == [lib]
+    ((owner, _),) = sites("trace work { }", modules)   # not "defined in several modules"
+    assert owner is lib

@@ -4,44 +4,96 @@ from __future__ import annotations
 import os
 
 from gs_cgen.dwarf.model import LoadSegment
+from gs_cgen.abi import abi
 from gs_cgen.plan.model import ModuleFile, ModuleRef
-from gs_cgen.runtime.collector import LossTracker, collect
+from gs_cgen.runtime import collector
+from gs_cgen.runtime.collector import EventAccount, EventCounts, LossReports, collect
 from gs_cgen.runtime.target import ProcessTarget, module_offsets, parse_maps
 
 
+def trace_event() -> bytes:
+    hdr = abi().structs["gs_event_hdr"]
+    return hdr.pack(kind=abi().constants["GS_EVENT_TRACE"], size=hdr.size)
+
+
 class FakeSession:
-    def __init__(self, lost_sequence):
-        self.lost_sequence = list(lost_sequence)
-        self.lost = 0
+    """Probes that produced `sent` events, of which the ring holds `queued`
+    for us and refused `failed_sequence[i]` by poll i."""
+
+    def __init__(self, failed_sequence, sent, queued=None):
+        self.failed_sequence = list(failed_sequence)
+        self.failed = 0
+        self.sent = sent
+        self.queued = sent if queued is None else queued
         self.polls = 0
+        self.detached_at_poll = None
 
     def open_events(self, on_event):
         self.on_event = on_event
 
     def poll(self, timeout_ms):
         self.polls += 1
-        self.on_event(b"x")
-        if self.lost_sequence:
-            self.lost = self.lost_sequence.pop(0)
-        return False
+        if self.queued:
+            self.queued -= 1
+            self.on_event(trace_event())
+        if self.failed_sequence:
+            self.failed = self.failed_sequence.pop(0)
+        return bool(self.queued)
 
-    def lost_events(self):
-        return self.lost
+    def detach(self):
+        self.detached_at_poll = self.polls
+
+    def event_counts(self):
+        return EventCounts(self.sent, self.failed)
 
 
-def test_losses_are_reported_at_exit_never_silently():
-    session, reports, events = FakeSession([0, 3, 7]), [], []
-    tracker = collect(session, events.append, lambda: session.polls >= 3, reports.append)
-    assert tracker.total == 7 and sum(reports) == 7 and events
+def reporting():
+    periodic, final = [], []
+    return periodic, final, LossReports(lambda new, total: periodic.append((new, total)),
+                                        final.append)
 
 
-def test_loss_tracker_rate_limits_reports():
-    tracker = LossTracker(last_report=100.0)
-    tracker.kernel_lost = 5
-    assert tracker.unreported(100.5) == 0          # not due yet
-    assert tracker.unreported(103.0) == 5
-    tracker.kernel_lost = 7
-    assert tracker.unreported(103.1, force=True) == 2
+def test_every_loss_is_in_the_final_total():
+    session = FakeSession([0, 3, 7], sent=5)
+    periodic, final, losses = reporting()
+    account = collect(session, lambda raw: True, lambda: session.polls >= 3, losses)
+    assert final == [7] and account.received == 5
+    assert account.received + final[0] == account.produced      # nothing unaccounted
+
+
+def test_events_left_in_the_ring_after_the_drain_count_as_lost(monkeypatch):
+    monkeypatch.setattr(collector, "DRAIN_SECONDS", 0.0)
+    session = FakeSession([0], sent=10)
+    _, final, losses = reporting()
+    account = collect(session, lambda raw: True, lambda: session.polls >= 2, losses)
+    assert account.received < 10
+    assert final == [10 - account.received]
+
+
+def test_probes_are_detached_before_the_drain():
+    session = FakeSession([], sent=4)
+    _, final, losses = reporting()
+    collect(session, lambda raw: True, lambda: session.polls >= 1, losses)
+    assert session.detached_at_poll == 1 and final == []
+
+
+def test_unread_events_are_not_losses_when_no_more_were_wanted(monkeypatch):
+    monkeypatch.setattr(collector, "DRAIN_SECONDS", 0.0)
+    session = FakeSession([2], sent=10)
+    _, final, losses = reporting()
+    collect(session, lambda raw: True, lambda: session.polls >= 1, losses,
+            unread_is_lost=lambda: False)
+    assert final == [2]
+
+
+def test_periodic_reports_carry_the_running_total():
+    account = EventAccount(last_report=100.0)
+    account.counts = EventCounts(sent=10, failed=5)
+    assert account.due_report(100.5) is None         # not due yet
+    assert account.due_report(103.0) == (5, 5)
+    account.counts = EventCounts(sent=10, failed=7)
+    assert account.due_report(103.1) is None
+    assert account.due_report(105.1) == (2, 7)
 
 
 MAPS = """\
@@ -89,9 +141,13 @@ def test_offsets_match_the_file_not_its_path():
 class RecordingSession:
     def __init__(self):
         self.filled = []
+        self.rearmed = []
 
     def set_module_offsets(self, pid, cookie, offsets):
         self.filled.append((pid, cookie, offsets.data))
+
+    def rearm_offsets_notice(self, pid):
+        self.rearmed.append(pid)
 
 
 def test_offset_keeper_retries_until_modules_are_mapped(monkeypatch):
@@ -114,3 +170,45 @@ def test_offset_keeper_ignores_other_pids_when_filtered():
     keeper = OffsetKeeper(session, (lb_ref(),), pid_filter=1)
     keeper.watch(2)
     assert session.filled == [] and keeper.pending == {}
+
+
+def test_offset_keeper_rearms_the_probe_notice_when_it_gives_up(monkeypatch):
+    """A library mapped long after the first miss (dlopen) still gets its
+    offsets: the give-up re-arms the probe's once-per-process notice, and
+    the next notice starts a new round of retries."""
+    from gs_cgen.runtime import offsets as keeper_mod
+    maps, clock = {"now": MAPS.replace("fe:00 2146922", "fe:00 5")}, {"now": 100.0}
+    monkeypatch.setattr(keeper_mod.proc, "open_process",
+                        lambda pid: ProcessTarget(pid, tuple(parse_maps(maps["now"]))))
+    monkeypatch.setattr(keeper_mod.time, "monotonic", lambda: clock["now"])
+    session = RecordingSession()
+    keeper = keeper_mod.OffsetKeeper(session, (lb_ref(),))
+    keeper.watch(42)                                  # the probe's first miss
+    clock["now"] += keeper_mod.RETRY_SECONDS / 2
+    keeper.retry()
+    assert session.rearmed == [] and 42 in keeper.pending
+    clock["now"] += keeper_mod.RETRY_SECONDS
+    keeper.retry()
+    assert session.rearmed == [42] and keeper.pending == {}   # gave up, notice re-armed
+    keeper.retry()
+    assert session.rearmed == [42]                    # once per give-up, not per poll
+    maps["now"] = MAPS                                # dlopen() maps it
+    keeper.watch(42)                                  # the re-armed notice
+    assert session.filled == [(42, 7, 0x55CC256D7000)] and keeper.pending == {}
+
+
+def test_offset_keeper_reads_a_pending_process_maps_at_a_bounded_rate(monkeypatch):
+    from gs_cgen.runtime import offsets as keeper_mod
+    reads, clock = [], {"now": 100.0}
+
+    def open_process(pid):
+        reads.append(clock["now"])
+        return ProcessTarget(pid, tuple(parse_maps(MAPS.replace("fe:00 2146922", "fe:00 5"))))
+    monkeypatch.setattr(keeper_mod.proc, "open_process", open_process)
+    monkeypatch.setattr(keeper_mod.time, "monotonic", lambda: clock["now"])
+    keeper = keeper_mod.OffsetKeeper(RecordingSession(), (lb_ref(),))
+    keeper.watch(42)
+    for _ in range(1000):                             # a flood of poll batches in 0.5 s
+        clock["now"] += 0.0005
+        keeper.retry()
+    assert len(reads) <= 1 + 0.5 / keeper_mod.RETRY_INTERVAL + 1

@@ -1,6 +1,7 @@
 """parse(): every construct, literal and pattern kind to the expected AST."""
 import pytest
 
+from gs_cgen.errors import ScriptError
 from gs_cgen.script import ast, parse
 from gs_cgen.script.ast import BinaryOp as B
 from gs_cgen.script.ast import UnaryOp as U
@@ -234,3 +235,11 @@ def test_trace_patterns(text, pattern):
     assert trace.pattern == pattern
     assert trace.pattern_text == text
     assert trace.pattern_span == span(1, 7, 7 + len(text))
+
+
+@pytest.mark.parametrize("keyword", ["true", "false", "if", "print", "let", "bt", "trace"])
+def test_keywords_cannot_be_bound(keyword):
+    with pytest.raises(ScriptError) as err:
+        parse(f"trace f {{ let {keyword} = 1; print {keyword}; }}")
+    assert err.value.message == f"'{keyword}' is a keyword and cannot be bound with let"
+    assert (err.value.span.line, err.value.span.column) == (1, 15)

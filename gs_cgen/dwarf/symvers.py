@@ -1,0 +1,92 @@
+"""GNU symbol versions: `memcpy@@GLIBC_2.14` (the default version, what a
+new link binds to) and `memcpy@GLIBC_2.2.5` (an older, hidden one).
+
+Two places spell them (LSB Core, "Symbol Versioning"; ld manual, VERSION):
+  - .dynsym: `.gnu.version` holds one Elf64_Half per symbol, the index of
+    a `.gnu.version_d` definition; bit 15 (VERSYM_HIDDEN) marks a
+    non-default version. Indexes 0 (local) and 1 (global) are unversioned.
+  - .symtab: the assembler's `.symver` leaves the version in the name,
+    `name@@VERSION` or `name@VERSION`; default versions that the
+    linker added later appear bare, so .dynsym fills those in.
+
+A bare name means the default version, as for the dynamic linker and gdb
+(gdb installs `name@@V` under `name` as well, `name@V` only as itself).
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+_VERSYM_HIDDEN = 0x8000
+_VER_FLG_BASE = 0x1
+_VER_NDX_GLOBAL = 1
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """A function or variable name as a user may type it."""
+
+    name: str                    # without the version
+    version: str | None = None   # GLIBC_2.14
+    default_only: bool = False   # `@@`: the default version and no other
+
+
+def parse_spelling(text: str) -> Spelling:
+    """`memcpy` / `memcpy@GLIBC_2.2.5` / `memcpy@@GLIBC_2.14`."""
+    name, at, version = text.partition("@")
+    if not at or not name:
+        return Spelling(text)
+    if version.startswith("@"):
+        return Spelling(name, version[1:], default_only=True)
+    return Spelling(name, version)
+
+
+def version_of(symbol_name: str) -> tuple[str, str | None, bool]:
+    """(bare name, version, hidden) of a .symtab name."""
+    spelling = parse_spelling(symbol_name)
+    if spelling.version is None:
+        return symbol_name, None, False
+    return spelling.name, spelling.version, not spelling.default_only
+
+
+def spell(name: str, version: str | None, hidden: bool) -> str:
+    if version is None:
+        return name
+    return f"{name}{'@' if hidden else '@@'}{version}"
+
+
+def matches(spelling: Spelling, version: str | None, hidden: bool) -> bool:
+    """Does a symbol of `version` (hidden or not) answer to `spelling`?
+    `name@V` accepts V whether it is the default or not, as a versioned
+    reference does at dynamic link time; `name` wants the default."""
+    if spelling.version is None:
+        return not hidden
+    return version == spelling.version and not (spelling.default_only and hidden)
+
+
+def dynamic_versions(elf, versym: bytes) -> list[tuple[str | None, bool]]:
+    """(version, hidden) for each .dynsym index, from `.gnu.version` bytes
+    and the `.gnu.version_d` definitions of the pyelftools ELFFile `elf`."""
+    if not versym:
+        return []
+    names = _version_definitions(elf)
+    out = []
+    for (value,) in struct.iter_unpack("<H", versym):
+        index = value & ~_VERSYM_HIDDEN
+        version = names.get(index) if index > _VER_NDX_GLOBAL else None
+        out.append((version, bool(value & _VERSYM_HIDDEN) and version is not None))
+    return out
+
+
+def _version_definitions(elf) -> dict[int, str]:
+    section = elf.get_section_by_name(".gnu.version_d")
+    if section is None:
+        return {}
+    names = {}
+    for verdef, auxiliaries in section.iter_versions():
+        if verdef["vd_flags"] & _VER_FLG_BASE:
+            continue                      # the file's own name (its soname), not a version
+        first = next(iter(auxiliaries), None)
+        if first is not None:
+            names[verdef["vd_ndx"]] = first.name
+    return names

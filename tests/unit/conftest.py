@@ -1,0 +1,47 @@
+"""Fixtures shared by the unit tests of several stages: small ELF files
+built from tests/fixtures and the real libc.so.6 of this machine."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+SYMBOLS = FIXTURES / "symbols"
+
+
+@pytest.fixture(scope="session")
+def symbols_lib(tmp_path_factory) -> str:
+    """libsymbols.so: aliases, symbol versions, an IFUNC, an assembly
+    function and one built without -g (recipe in tests/fixtures/symbols/lib.c)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    out = tmp_path_factory.mktemp("symbols")
+    nodebug = out / "nodebug.o"
+    subprocess.run(["gcc", "-O1", "-fPIC", "-c", "-o", str(nodebug), str(SYMBOLS / "nodebug.c")],
+                   check=True)
+    lib = out / "libsymbols.so"
+    subprocess.run(["gcc", "-g", "-O1", "-fPIC", "-shared",
+                    f"-Wl,--version-script={SYMBOLS / 'lib.map'}", str(SYMBOLS / "lib.c"),
+                    str(SYMBOLS / "asm.S"), "-x", "none", str(nodebug), "-o", str(lib)],
+                   check=True)
+    return str(lib)
+
+
+def readelf(*args: str) -> str:
+    return subprocess.run(["readelf", "-W", *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def process_libc() -> str:
+    """The libc.so.6 this Python process runs on (every glibc machine has one)."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith("libc.so"):
+                return os.path.realpath(path)
+    pytest.skip("this process maps no libc.so.6")
