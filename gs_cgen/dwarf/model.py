@@ -43,6 +43,15 @@ class AtAddress:
 
 
 @dataclass(frozen=True)
+class StaticAddress:
+    """The value is a link-time address of the module (DW_OP_addr +
+    DW_OP_stack_value: a pointer to a static object); run time adds the
+    module's load offset."""
+
+    address: int
+
+
+@dataclass(frozen=True)
 class ImplicitValue:
     """The value is a known constant (DW_OP_constu/consts + stack_value,
     DW_OP_implicit_value)."""
@@ -68,8 +77,9 @@ class EntryValue:
 
 @dataclass(frozen=True)
 class UnsupportedLocation:
-    """A location expression this version cannot evaluate in BPF
-    (DW_OP_entry_value, pieces, SIMD registers, ...)."""
+    """A location expression this version cannot evaluate in BPF (pieces,
+    memory reads, typed values, SIMD registers, ...); `reason` names the
+    operation and the expression (dwarf/expression.py)."""
 
     reason: str
 
@@ -94,7 +104,7 @@ class CallSiteValue:
     cases: tuple[tuple[int, ValueExpression], ...]
 
 
-VariableLocation = (InRegister | AtRegisterOffset | AtAddress | ImplicitValue
+VariableLocation = (InRegister | AtRegisterOffset | AtAddress | StaticAddress | ImplicitValue
                     | CallSiteValue | OptimizedOut | UnsupportedLocation)
 
 
@@ -109,6 +119,8 @@ def describe_location(location: VariableLocation) -> str:
             return f"memory [{register_name(reg)}{off:+d}]"
         case AtAddress(addr):
             return f"static 0x{addr:x}"
+        case StaticAddress(addr):
+            return f"address 0x{addr:x}"
         case ImplicitValue(value):
             return f"constant {value}"
         case CallSiteValue(cases=cases):
@@ -117,7 +129,7 @@ def describe_location(location: VariableLocation) -> str:
         case OptimizedOut(reason):
             return f"optimized out ({reason})"
         case UnsupportedLocation(reason):
-            return f"unsupported ({reason})"
+            return f"unsupported: {reason}"
     raise TypeError(location)
 
 
