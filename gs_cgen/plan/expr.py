@@ -17,6 +17,7 @@ from gs_cgen.plan import arith
 from gs_cgen.plan import ir
 from gs_cgen.plan.builtins import plan_builtin
 from gs_cgen.plan.model import module_cookie
+from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope
 from gs_cgen.script import ast
 
 # DWARF register name → struct pt_regs field (arch/x86/include/asm/ptrace.h).
@@ -32,11 +33,13 @@ _COMPARE = {ast.BinaryOp.EQ, ast.BinaryOp.NE, ast.BinaryOp.LT, ast.BinaryOp.LE,
 
 
 class ExprPlanner:
-    """Plans expressions for one probe site; `scopes` holds `let` aliases."""
+    """Plans expressions for one probe site; `scopes` holds `let` aliases,
+    `site_scope` the DWARF variables of this site and of the block's others."""
 
-    def __init__(self, module, modules, visible: dict, where: str, input_pid: int | None,
+    def __init__(self, module, modules, site_scope: SiteScope, where: str, input_pid: int | None,
                  compare_cap: int, source_text: str, probe_address: int = 0) -> None:
-        self.module, self.modules, self.visible, self.where = module, modules, visible, where
+        self.module, self.modules, self.where = module, modules, where
+        self.site_scope = site_scope
         self.probe_address = probe_address
         self.source_text = source_text
         self.input_pid, self.compare_cap = input_pid, compare_cap
@@ -86,14 +89,18 @@ class ExprPlanner:
         for scope in reversed(self.scopes):
             if ident in scope:
                 return scope[ident]
-        var = self.visible.get(ident)
+        var = self.site_scope.visible.get(ident)
         if var is not None:
             return self.location_place(var.location, var.type)
         found = self.modules.find_global(ident, self.module)
         if found is not None:
             owner, glob = found
             return ir.MemoryPlace(self.static_address(glob.address, owner), glob.type)
-        pool = [n for s in self.scopes for n in s] + list(self.visible) + \
+        var = self.site_scope.elsewhere.get(ident)
+        if var is not None:
+            # In scope at another site of this block: absent here, not an error.
+            return ir.UnavailablePlace(var.type, NOT_IN_SCOPE, True)
+        pool = [n for s in self.scopes for n in s] + self.site_scope.names() + \
             self.modules.global_names(self.module)
         raise PlanError(f"no variable '{ident}' at {self.where}", expr.span,
                         candidates=nearest(ident, pool))
