@@ -5,6 +5,7 @@ from __future__ import annotations
 from gs_cgen.dwarf.model import AtAddress, describe_variable
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope, block_scopes
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.errors import GsError
 from gs_cgen.script import ast
@@ -22,15 +23,17 @@ def describe(modules: ModuleSet, kind: str, what: str) -> str:
     if not isinstance(block.pattern, _PATTERNS[kind]):
         raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
     sites = resolve_sites(block, modules, first_probe_id=0)
-    return "\n\n".join(_describe_site(module, site) for module, site in sites)
+    per_site = [module.variables_at(site.address) for module, site in sites]
+    scopes = block_scopes(per_site)
+    return "\n\n".join(_describe_site(module, site, variables, scope)
+                       for (module, site), variables, scope in zip(sites, per_site, scopes))
 
 
-def _describe_site(module, site) -> str:
+def _describe_site(module, site, variables, scope: SiteScope) -> str:
     where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
     lines = [f"{site.function or '?'} at {where}",
              f"  probe address 0x{site.address:x} (file offset 0x{site.file_offset:x}) "
              f"in {module.path}"]
-    variables = module.variables_at(site.address)
     if not variables:
         lines.append("  no parameters or locals")
     for var in variables:
@@ -38,4 +41,8 @@ def _describe_site(module, site) -> str:
         if isinstance(var.location, AtAddress):
             location += f" ({module.section_of(var.location.address)})"
         lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {location}")
+    if scope.elsewhere:
+        # What a script naming them prints here (plan/scope.py).
+        lines.append(f"  {NOT_IN_SCOPE}, in scope at another site (<OPTIMIZED_OUT> here): "
+                     + ", ".join(scope.elsewhere))
     return "\n".join(lines)

@@ -17,12 +17,13 @@ next step).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
 from elftools.common.exceptions import DWARFError, ELFParseError
 from elftools.construct.core import ConstructError
-from elftools.dwarf.dwarf_expr import DWARFExprParser
+from elftools.dwarf.dwarf_expr import DW_OP_opcode2name, DWARFExprParser
 
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, EntryValue, ImplicitValue,
                                  InRegister, OptimizedOut, StaticAddress, UnsupportedLocation,
@@ -44,9 +45,21 @@ FrameBase = Callable[[], "tuple[int, int] | VariableLocation"]
 def decode_ops(expr, structs) -> list | UnsupportedLocation:
     """Parsed operations of expression bytes `expr`, or why they cannot be."""
     try:
-        return DWARFExprParser(structs).parse_expr(expr)
+        return _parser(structs).parse_expr(expr)
     except DECODE_ERRORS as exc:
-        return UnsupportedLocation(f"undecodable DWARF expression {bytes(expr).hex()} ({exc})")
+        if isinstance(exc, KeyError) and isinstance(exc.args[0], int):
+            code = exc.args[0]          # pyelftools has no decoder for this opcode
+            why = f"no decoder for {DW_OP_opcode2name.get(code, 'operation')} (0x{code:02x})"
+        else:
+            why = str(exc) or type(exc).__name__
+        return UnsupportedLocation(f"undecodable DWARF expression {bytes(expr).hex()}: {why}")
+
+
+@functools.lru_cache(maxsize=16)
+def _parser(structs) -> DWARFExprParser:
+    # Building the dispatch table costs ~0.5 ms; a module has one or two
+    # DWARFStructs (address and offset sizes), so parsers are shared.
+    return DWARFExprParser(structs)
 
 
 # ------------------------------------------------------------ op names
@@ -186,7 +199,8 @@ class _Evaluation:
     def run(self) -> VariableLocation:
         pieces = [op for op in self.ops if op.op_name in _PIECES]
         if pieces:
-            self.stop(pieces[0].op_name, f"a value split into {len(pieces)} pieces")
+            count = f"{len(pieces)} piece" + ("s" if len(pieces) > 1 else "")
+            self.stop(pieces[0].op_name, f"a value in {count}")
         for index, op in enumerate(self.ops):
             last = index == len(self.ops) - 1
             name = op.op_name

@@ -182,12 +182,21 @@ def describe_variable(variable: "VisibleVariable") -> str:
     return text
 
 
+# The rest of the psABI numbering (figure 3.36) that shows up in DWARF.
+_OTHER_REGISTERS = {49: "rflags", 50: "es", 51: "cs", 52: "ss", 53: "ds", 54: "fs", 55: "gs",
+                    58: "fs.base", 59: "gs.base"}
+
+
 def register_name(dwarf_register: int) -> str:
     if 0 <= dwarf_register < len(DWARF_REGISTER_NAMES):
         return DWARF_REGISTER_NAMES[dwarf_register]
     if 17 <= dwarf_register <= 32:
         return f"xmm{dwarf_register - 17}"
-    return f"dwarf-reg{dwarf_register}"
+    if 33 <= dwarf_register <= 40:
+        return f"st{dwarf_register - 33}"
+    if 41 <= dwarf_register <= 48:
+        return f"mm{dwarf_register - 41}"
+    return _OTHER_REGISTERS.get(dwarf_register, f"dwarf-reg{dwarf_register}")
 
 
 # ------------------------------------------------------------ sites and vars
