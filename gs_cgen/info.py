@@ -1,8 +1,10 @@
 """`gs-cgen info`: probe sites and the variables visible at each, with
-types and where they live. Patterns resolve exactly as in `trace`."""
+types and where they live. Patterns resolve exactly as in `trace`, and
+the names of several sites are resolved together as `trace` does
+(plan/scope.py): a site lists what is in scope only at other sites."""
 from __future__ import annotations
 
-from gs_cgen.dwarf.model import AtAddress, describe_variable
+from gs_cgen.dwarf.model import AtAddress, StaticAddress, describe_variable
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope, block_scopes
@@ -38,7 +40,7 @@ def _describe_site(module, site, variables, scope: SiteScope) -> str:
         lines.append("  no parameters or locals")
     for var in variables:
         location = describe_variable(var)
-        if isinstance(var.location, AtAddress):
+        if isinstance(var.location, (AtAddress, StaticAddress)):
             location += f" ({module.section_of(var.location.address)})"
         lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {location}")
     if scope.elsewhere:

@@ -7,7 +7,8 @@ operation names, nested for DW_OP_entry_value) and pushes up to
 `per_shape` of each shape through the path the planner takes:
 ModuleDebugInfo.variable_at (DWARF location -> VariableLocation, entry
 values and statics resolved) -> plan_probe (`print v;` at that PC ->
-ProbePlan) -> emit_program (C text). Any exception is an internal error;
+ProbePlan) -> emit_program (C text), and an event of the probe through
+decode and the plain/JSON renderers. Any exception is an internal error;
 the typed outcomes are counted.
 
 Run directly for the numbers: `python -m tests.locations_fuzz PATH...`.
@@ -15,11 +16,13 @@ Run directly for the numbers: `python -m tests.locations_fuzz PATH...`.
 from __future__ import annotations
 
 import collections
+import struct
 import sys
 import time
 import traceback
 from dataclasses import dataclass, field
 
+from gs_cgen.abi import abi
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.expression import decode_ops, shape
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, ImplicitValue,
@@ -30,6 +33,8 @@ from gs_cgen.plan.build import PlanOptions, plan_probe
 from gs_cgen.plan.model import NoCapture, PidNamespace, Plan, ProbeSite
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import SiteScope, block_scopes
+from gs_cgen.render.decode import decode
+from gs_cgen.render.lines import render_json, render_lines
 from gs_cgen.script.parser import parse
 
 _VARIABLE_TAGS = ("DW_TAG_variable", "DW_TAG_formal_parameter")
@@ -68,7 +73,7 @@ class Summary:
         return "\n".join(lines)
 
 
-def fuzz(path: str, per_shape: int = 2, scope_every: int = 64) -> Summary:
+def fuzz(path: str, per_shape: int = 2, scope_every: int = 256) -> Summary:
     start = time.perf_counter()
     module = open_module(path)
     summary = Summary(module.path)
@@ -81,7 +86,7 @@ def fuzz(path: str, per_shape: int = 2, scope_every: int = 64) -> Summary:
         try:
             if number % scope_every == 0:
                 # The whole scope walk too (frames, shadowing), on a
-                # deterministic subset: it costs ~45 ms per PC in libpython.
+                # deterministic subset: it costs ~0.1 s per PC in libpython.
                 block_scopes([module.variables_at(pc)])
                 summary.scopes_walked += 1
             outcome = _push(module, modules, block, die_offset, pc)
@@ -385,6 +390,9 @@ def _push(module, modules, block, die_offset: int, pc: int) -> str:
     scope = SiteScope({"v": variable}, {})
     probe = plan_probe(block, site, module, modules, scope, _SCRIPT, _OPTIONS)
     emit_program(Plan((probe,), (), _OPTIONS.pid_namespace, _OPTIONS.transport, None, "fuzz.gs"))
+    event = decode(_event_bytes(probe), probe)       # and what the renderer makes of its type
+    render_lines(event, probe)
+    render_json(event, probe)
     capture = probe.slots[0].capture
     location = variable.location
     if isinstance(capture, NoCapture):
@@ -392,6 +400,17 @@ def _push(module, modules, block, die_offset: int, pc: int) -> str:
             return "unavailable: optimized out"
         return "unavailable: " + _reason_class(capture.reason)
     return f"read: {_KINDS.get(type(location), type(location).__name__)} ({type(capture).__name__})"
+
+
+def _event_bytes(probe) -> bytes:
+    """An event whose every value was read fine, with 0x41 data bytes."""
+    raw = bytearray(b"\x41" * probe.event_size)
+    raw[:probe.bitmap_offset] = bytes(probe.bitmap_offset)
+    struct.pack_into("<Q", raw, probe.bitmap_offset, (1 << len(probe.lines)) - 1)
+    for slot in probe.slots:
+        struct.pack_into("<BxxxIQ", raw, slot.offset, abi().constants["GS_STATUS_OK"], slot.size,
+                         0x1000)
+    return bytes(raw)
 
 
 def _reason_class(reason: str) -> str:

@@ -143,8 +143,8 @@ class _Stop(Exception):
 _ENTRY_VALUE = ("DW_OP_entry_value", "DW_OP_GNU_entry_value")
 _PIECES = ("DW_OP_piece", "DW_OP_bit_piece")
 CONSTANT_OPS = ("DW_OP_const1u", "DW_OP_const1s", "DW_OP_const2u", "DW_OP_const2s",
-              "DW_OP_const4u", "DW_OP_const4s", "DW_OP_const8u", "DW_OP_const8s",
-              "DW_OP_constu", "DW_OP_consts")
+                "DW_OP_const4u", "DW_OP_const4s", "DW_OP_const8u", "DW_OP_const8s",
+                "DW_OP_constu", "DW_OP_consts")
 _FOLDED = {
     "DW_OP_mul": lambda a, b: a * b,
     "DW_OP_and": lambda a, b: a & b,
@@ -178,6 +178,7 @@ _WHY = {
     "DW_OP_call_ref": "a call to another DIE",
     "DW_OP_skip": "control flow", "DW_OP_bra": "control flow",
     "DW_OP_div": "division", "DW_OP_mod": "division", "DW_OP_abs": "absolute value",
+    **{f"DW_OP_{c}": "a comparison" for c in ("eq", "ne", "lt", "le", "gt", "ge")},
 }
 
 
