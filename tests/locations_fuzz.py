@@ -57,6 +57,7 @@ class Summary:
     scopes_walked: int = 0                  # PCs where variables_at ran in full
     outcomes: collections.Counter = field(default_factory=collections.Counter)
     unsupported: collections.Counter = field(default_factory=collections.Counter)
+    weighted: collections.Counter = field(default_factory=collections.Counter)   # by occurrences
     internal: list = field(default_factory=list)
     seconds: float = 0.0
 
@@ -66,7 +67,10 @@ class Summary:
                  f"pushed through the planner, {self.scopes_walked} full scope walks, "
                  f"{self.no_pc} without a PC, "
                  f"{len(self.internal)} internal errors, {self.seconds:.1f} s"]
+        lines.append("  outcomes of the samples pushed through the planner:")
         lines += [f"  {count:6d}  {outcome}" for outcome, count in self.outcomes.most_common()]
+        lines.append("  outcome classes weighted by occurrences in the library (first sample of each shape):")
+        lines += [f"  {count:6d}  {outcome}" for outcome, count in self.weighted.most_common()]
         lines.append("  unsupported shapes (occurrences in the library):")
         lines += [f"  {count:6d}  {text}" for text, count in self.unsupported.most_common(top)]
         lines += [f"  INTERNAL {entry}" for entry in self.internal[:20]]
@@ -81,6 +85,7 @@ def fuzz(path: str, per_shape: int = 2, scope_every: int = 256) -> Summary:
     modules = ModuleSet.of(module)
     (block,) = parse(_SCRIPT).traces
     unsupported_shapes = set()
+    first_outcome: dict = {}
     for number, (key, (die_offset, pc)) in enumerate(samples):
         summary.tried += 1
         try:
@@ -98,6 +103,9 @@ def fuzz(path: str, per_shape: int = 2, scope_every: int = 256) -> Summary:
                                      traceback.format_tb(exc.__traceback__)[-1].strip()))
             continue
         summary.outcomes[outcome] += 1
+        if key not in first_outcome:
+            first_outcome[key] = outcome
+            summary.weighted[_outcome_class(outcome)] += summary.shapes[key]
         if outcome.startswith("unavailable: unsupported"):
             unsupported_shapes.add(key)
     for key in unsupported_shapes:
@@ -411,6 +419,13 @@ def _event_bytes(probe) -> bytes:
         struct.pack_into("<BxxxIQ", raw, slot.offset, abi().constants["GS_STATUS_OK"], slot.size,
                          0x1000)
     return bytes(raw)
+
+
+def _outcome_class(outcome: str) -> str:
+    """`read: register`, `unavailable: unsupported: DW_OP_deref`, ..."""
+    if outcome.startswith("read: "):
+        return outcome.split(" (")[0]
+    return outcome.split(",")[0]
 
 
 def _reason_class(reason: str) -> str:

@@ -198,6 +198,10 @@ class _Evaluation:
         self.stack: list[_Entry] = []
 
     def run(self) -> VariableLocation:
+        if self.ops[-1].op_name == "DW_OP_GNU_uninit":
+            # GCC's marker: the storage holds no value of the variable yet
+            # (gdb prints its bits as "[uninitialized]"); never a number.
+            return OptimizedOut("not initialized at this PC (DW_OP_GNU_uninit)")
         pieces = [op for op in self.ops if op.op_name in _PIECES]
         if pieces:
             count = f"{len(pieces)} piece" + ("s" if len(pieces) > 1 else "")

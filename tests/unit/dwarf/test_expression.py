@@ -34,6 +34,7 @@ def _locate(hex_bytes: str):
     ("7700" "12" "13" "9f", InRegister(7, 0)),            # breg7 0 dup drop stack_value
     ("0effffffffffffffff" "9f", ImplicitValue(-1)),       # const8u max stack_value
     ("", OptimizedOut("optimized out")),
+    ("50f0", OptimizedOut("not initialized at this PC (DW_OP_GNU_uninit)")),  # reg0 GNU_uninit
 ])
 def test_evaluated_shapes(expr, expected):
     assert _locate(expr) == expected
