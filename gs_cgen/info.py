@@ -1,10 +1,13 @@
 """`gs-cgen info`: probe sites and the variables visible at each, with
-types and where they live. Patterns resolve exactly as in `trace`."""
+types and where they live. Patterns resolve exactly as in `trace`, and
+the names of several sites are resolved together as `trace` does
+(plan/scope.py): a site lists what is in scope only at other sites."""
 from __future__ import annotations
 
-from gs_cgen.dwarf.model import AtAddress, describe_variable
+from gs_cgen.dwarf.model import AtAddress, StaticAddress, describe_variable
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope, block_scopes, site_variables
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.errors import GsError
 from gs_cgen.script import ast
@@ -22,10 +25,14 @@ def describe(modules: ModuleSet, kind: str, what: str) -> str:
     if not isinstance(block.pattern, _PATTERNS[kind]):
         raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
     sites = resolve_sites(block, modules, first_probe_id=0)
-    return "\n\n".join(_describe_site(module, site, kind == "function") for module, site in sites)
+    per_site = [site_variables(module, site) for module, site in sites]
+    scopes = block_scopes(per_site)
+    by_name = kind == "function"
+    return "\n\n".join(_describe_site(module, site, by_name, variables, scope)
+                       for (module, site), variables, scope in zip(sites, per_site, scopes))
 
 
-def _describe_site(module, site, by_name: bool) -> str:
+def _describe_site(module, site, by_name: bool, variables, scope: SiteScope) -> str:
     where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
     # A function typed as an alias, a version or an IFUNC: say what it is.
     aliased = by_name and site.function != site.pattern_text
@@ -36,12 +43,15 @@ def _describe_site(module, site, by_name: bool) -> str:
     if site.no_variables:
         lines.append(f"  no parameters or locals: {site.no_variables}")
         return "\n".join(lines)
-    variables = module.variables_at(site.address)
     if not variables:
         lines.append("  no parameters or locals")
     for var in variables:
         location = describe_variable(var)
-        if isinstance(var.location, AtAddress):
+        if isinstance(var.location, (AtAddress, StaticAddress)):
             location += f" ({module.section_of(var.location.address)})"
         lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {location}")
+    if scope.elsewhere:
+        # What a script naming them prints here (plan/scope.py).
+        lines.append(f"  {NOT_IN_SCOPE}, in scope at another site (<OPTIMIZED_OUT> here): "
+                     + ", ".join(scope.elsewhere))
     return "\n".join(lines)

@@ -58,7 +58,10 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
         if launched is not None:
             _start(launched, keeper)
-        return _loop(session, compiled, options, stop, diagnostics, keeper, launched)
+        status = _loop(session, compiled, options, stop, diagnostics, keeper, launched)
+        if launched is not None and launched.released and launched.end():
+            diagnostics(f"trace ended; command {launched.exit_description()}")
+        return status
     finally:
         session.close()
         for sig, handler in previous.items():

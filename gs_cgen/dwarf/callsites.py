@@ -5,9 +5,8 @@ DW_TAG_call_site_parameter often says how it computed the argument
 prints such values as `a=a@entry=3`."""
 from __future__ import annotations
 
-from elftools.dwarf.dwarf_expr import DWARFExprParser
-
-from gs_cgen.dwarf.model import ValueExpression
+from gs_cgen.dwarf.expression import CONSTANT_OPS, breg_operands, decode_ops, numbered, register_operand
+from gs_cgen.dwarf.model import ValueExpression, register_name
 
 _CALL_SITE_TAGS = ("DW_TAG_call_site", "DW_TAG_GNU_call_site")
 _PARAMETER_TAGS = ("DW_TAG_call_site_parameter", "DW_TAG_GNU_call_site_parameter")
@@ -28,7 +27,6 @@ def call_site_values(cu, callee_offsets: set[int], register: int, reference, wri
     how it computed the argument passed in `register`. `reference(die,
     attr)` resolves DIE references; `written` holds the callee's written
     register names, whose caller values are gone."""
-    parser = DWARFExprParser(cu.structs)
     found = []
     for die in cu.iter_DIEs():
         if die.tag not in _CALL_SITE_TAGS:
@@ -37,44 +35,44 @@ def call_site_values(cu, callee_offsets: set[int], register: int, reference, wri
             continue
         return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS
                           if a in die.attributes), None)
-        value = _argument(die, register, parser, written)
+        value = _argument(die, register, cu.structs, written)
         if return_pc is not None and value is not None:
             found.append((return_pc, value))
     return found
 
 
-def _argument(call_site, register: int, parser, written) -> ValueExpression | None:
+def _argument(call_site, register: int, structs, written) -> ValueExpression | None:
     for param in call_site.iter_children():
         if param.tag not in _PARAMETER_TAGS or "DW_AT_location" not in param.attributes:
             continue
-        where = parser.parse_expr(param.attributes["DW_AT_location"].value)
-        if [op.op_name for op in where] != [f"DW_OP_reg{register}"]:
+        where = decode_ops(param.attributes["DW_AT_location"].value, structs)
+        if not isinstance(where, list) or len(where) != 1 or register_operand(where[0]) != register:
             continue
         value_attr = next((param.attributes[a] for a in _VALUE_ATTRS if a in param.attributes),
                           None)
         if value_attr is None:
             return None
-        return translate_value(parser.parse_expr(value_attr.value), written)
+        ops = decode_ops(value_attr.value, structs)
+        return translate_value(ops, written) if isinstance(ops, list) else None
     return None
 
 
 def translate_value(ops, written) -> ValueExpression | None:
     """Symbolically run a DWARF stack program over 64-bit values; None when
     it uses anything the probe cannot know at the callee's PC."""
-    from gs_cgen.dwarf.model import register_name  # noqa: PLC0415
     stack: list[tuple] = []
     try:
         for op in ops:
             name = op.op_name
-            if name.startswith("DW_OP_lit"):
-                stack.append(("const", int(name[len("DW_OP_lit"):])))
-            elif name.startswith("DW_OP_const"):
+            if numbered(name, "DW_OP_lit") is not None:
+                stack.append(("const", numbered(name, "DW_OP_lit")))
+            elif name in CONSTANT_OPS:        # not DW_OP_const_type: a typed value
                 stack.append(("const", op.args[0]))
-            elif name.startswith("DW_OP_breg") and name != "DW_OP_bregx":
-                reg = int(name[len("DW_OP_breg"):])
+            elif breg_operands(op) is not None:
+                reg, offset = breg_operands(op)
                 if reg not in CALLEE_SAVED or register_name(reg) in written:
                     return None
-                stack.append(("reg", reg, op.args[0]))
+                stack.append(("reg", reg, offset))
             elif name == "DW_OP_plus_uconst":
                 stack.append(("+", stack.pop(), ("const", op.args[0])))
             elif name in _BINARY:

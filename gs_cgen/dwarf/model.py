@@ -43,6 +43,15 @@ class AtAddress:
 
 
 @dataclass(frozen=True)
+class StaticAddress:
+    """The value is a link-time address of the module (DW_OP_addr +
+    DW_OP_stack_value: a pointer to a static object); run time adds the
+    module's load offset."""
+
+    address: int
+
+
+@dataclass(frozen=True)
 class ImplicitValue:
     """The value is a known constant (DW_OP_constu/consts + stack_value,
     DW_OP_implicit_value)."""
@@ -68,8 +77,9 @@ class EntryValue:
 
 @dataclass(frozen=True)
 class UnsupportedLocation:
-    """A location expression this version cannot evaluate in BPF
-    (DW_OP_entry_value, pieces, SIMD registers, ...)."""
+    """A location expression this version cannot evaluate in BPF (pieces,
+    memory reads, typed values, SIMD registers, ...); `reason` names the
+    operation and the expression (dwarf/expression.py)."""
 
     reason: str
 
@@ -94,7 +104,7 @@ class CallSiteValue:
     cases: tuple[tuple[int, ValueExpression], ...]
 
 
-VariableLocation = (InRegister | AtRegisterOffset | AtAddress | ImplicitValue
+VariableLocation = (InRegister | AtRegisterOffset | AtAddress | StaticAddress | ImplicitValue
                     | CallSiteValue | OptimizedOut | UnsupportedLocation)
 
 
@@ -109,6 +119,8 @@ def describe_location(location: VariableLocation) -> str:
             return f"memory [{register_name(reg)}{off:+d}]"
         case AtAddress(addr):
             return f"static 0x{addr:x}"
+        case StaticAddress(addr):
+            return f"address 0x{addr:x}"
         case ImplicitValue(value):
             return f"constant {value}"
         case CallSiteValue(cases=cases):
@@ -117,7 +129,7 @@ def describe_location(location: VariableLocation) -> str:
         case OptimizedOut(reason):
             return f"optimized out ({reason})"
         case UnsupportedLocation(reason):
-            return f"unsupported ({reason})"
+            return f"unsupported: {reason}"
     raise TypeError(location)
 
 
@@ -170,12 +182,21 @@ def describe_variable(variable: "VisibleVariable") -> str:
     return text
 
 
+# The rest of the psABI numbering (figure 3.36) that shows up in DWARF.
+_OTHER_REGISTERS = {49: "rflags", 50: "es", 51: "cs", 52: "ss", 53: "ds", 54: "fs", 55: "gs",
+                    58: "fs.base", 59: "gs.base"}
+
+
 def register_name(dwarf_register: int) -> str:
     if 0 <= dwarf_register < len(DWARF_REGISTER_NAMES):
         return DWARF_REGISTER_NAMES[dwarf_register]
     if 17 <= dwarf_register <= 32:
         return f"xmm{dwarf_register - 17}"
-    return f"dwarf-reg{dwarf_register}"
+    if 33 <= dwarf_register <= 40:
+        return f"st{dwarf_register - 33}"
+    if 41 <= dwarf_register <= 48:
+        return f"mm{dwarf_register - 41}"
+    return _OTHER_REGISTERS.get(dwarf_register, f"dwarf-reg{dwarf_register}")
 
 
 # ------------------------------------------------------------ sites and vars

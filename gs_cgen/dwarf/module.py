@@ -20,12 +20,12 @@ from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
-from gs_cgen.dwarf.model import (AtRegisterOffset, CallSiteValue, EntryValue, InRegister,
-                                 OptimizedOut, VariableLocation, register_name,
+from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, EntryValue, InRegister,
+                                 OptimizedOut, StaticAddress, VariableLocation, register_name,
                                  CodeLocation, FunctionSite, GlobalVariable, IfuncSymbol, LineSite,
                                  LoadSegment, UnsupportedLocation, VisibleVariable)
 from gs_cgen.dwarf.relocs import dynamic_relocations, dynamic_symbol_names, import_slots
-from gs_cgen.dwarf.scopes import ScopeContext, visible_variables
+from gs_cgen.dwarf.scopes import ScopeContext, variable_at, visible_variables
 from gs_cgen.dwarf.symvers import parse_spelling
 from gs_cgen.dwarf.sites import (function_probe_address, is_optimized_gcc, line_at, match_files,
                                  stmt_rows_for)
@@ -389,17 +389,47 @@ class ModuleDebugInfo:
     def variables_at(self, pc: int) -> list[VisibleVariable]:
         """Parameters and locals in scope at `pc`, innermost scope first,
         each with its location resolved at `pc`."""
+        hit = self._function_hit(pc)
+        die = self._dwarf.die_at(hit[1].die_offset)
+        found = visible_variables(self._scope_context, die, pc)
+        return self._resolved(hit, pc, found)
+
+    def variable_at(self, die_offset: int, pc: int) -> VisibleVariable | None:
+        """The parameter or local DIE at `die_offset`, located at `pc` exactly
+        as variables_at locates it — for tools and tests that walk DWARF
+        rather than scopes. None for a DIE that is not a named variable."""
+        hit = self._function_hit(pc)
+        function = self._dwarf.die_at(hit[1].die_offset)
+        found = variable_at(self._scope_context, function, self._dwarf.die_at(die_offset), pc)
+        return None if found is None else self._resolved(hit, pc, [found])[0]
+
+    def _function_hit(self, pc: int):
         self.require_debug_info()
         hit = self._dwarf.function_at(pc)
         if hit is None:
             raise DebugInfoError(f"no function with debug info covers address 0x{pc:x}")
-        die = self._dwarf.die_at(hit[1].die_offset)
-        found = visible_variables(self._scope_context, die, pc)
-        if not any(isinstance(v.location, EntryValue) for v in found):
-            return found
-        written = registers_written(self._elf, hit[1].ranges)
-        return [dataclasses.replace(v, location=self._entry_value(hit, pc, v.location, written))
-                if isinstance(v.location, EntryValue) else v for v in found]
+        return hit
+
+    def _resolved(self, hit, pc: int, found: list[VisibleVariable]) -> list[VisibleVariable]:
+        """What scopes.py cannot decide alone, decided with the ELF file:
+        entry values (is the register still intact?) and static addresses
+        (did the linker keep the object?)."""
+        written = None
+        out = []
+        for variable in found:
+            location = variable.location
+            if isinstance(location, EntryValue):
+                if written is None:
+                    written = registers_written(self._elf, hit[1].ranges)
+                location = self._entry_value(hit, pc, location, written)
+            elif isinstance(location, (AtAddress, StaticAddress)) and \
+                    self._elf.segment_of(location.address) is None:
+                # ld leaves DW_OP_addr 0 (or a stale address) for discarded sections.
+                location = OptimizedOut(f"static address 0x{location.address:x} is outside the "
+                                        "module's loaded segments (discarded by the linker)")
+            out.append(variable if location is variable.location
+                       else dataclasses.replace(variable, location=location))
+        return out
 
     def _entry_value(self, hit, pc: int, entry: EntryValue, written) -> VariableLocation:
         """The register itself when the function never writes it; else the

@@ -4,6 +4,13 @@ Starting from the concrete DW_TAG_subprogram that holds the PC, descend
 into every DW_TAG_lexical_block and DW_TAG_inlined_subroutine whose ranges
 cover the PC (DWARF 5 sections 3.3.8 and 3.5). Variables of the innermost
 scope come first, so the first match by name is the one C would see.
+
+Each DW_TAG_inlined_subroutine starts a frame of its own (gdb's `bt` shows
+it as one; `info scope` and `info locals` stop at it). The innermost
+frame's variables are listed as gdb lists them; those of the frames it was
+inlined into follow, minus the names an inner frame already has: C would
+not see them, and a function inlined into itself (PyDict_SetItem,
+__mmap64) would otherwise list every parameter twice.
 """
 from __future__ import annotations
 
@@ -36,20 +43,42 @@ class ScopeContext:
 
 
 def visible_variables(ctx: ScopeContext, function_die, pc: int) -> list[VisibleVariable]:
-    chain = [function_die]
-    while True:
-        inner = _covering_child_scope(ctx.index, chain[-1], pc)
-        if inner is None:
-            break
-        chain.append(inner)
     frame_base = _FrameBase(ctx, function_die, pc)
     out: list[VisibleVariable] = []
-    for scope in reversed(chain):
-        for child in scope.iter_children():
-            variable = _variable(ctx, child, pc, frame_base)
-            if variable is not None:
-                out.append(variable)
+    for frame in reversed(_frames(_scope_chain(ctx.index, function_die, pc))):
+        hidden = {v.name for v in out}
+        for scope in reversed(frame):
+            for child in scope.iter_children():
+                variable = _variable(ctx, child, pc, frame_base)
+                if variable is not None and variable.name not in hidden:
+                    out.append(variable)
     return out
+
+
+def variable_at(ctx: ScopeContext, function_die, die, pc: int) -> VisibleVariable | None:
+    """One parameter or local DIE of `function_die`, located at `pc` as
+    visible_variables locates it (None for DIEs that are not variables)."""
+    return _variable(ctx, die, pc, _FrameBase(ctx, function_die, pc))
+
+
+def _scope_chain(index: DwarfIndex, function_die, pc: int) -> list:
+    """The function DIE, then each nested scope DIE covering `pc`."""
+    chain = [function_die]
+    while True:
+        inner = _covering_child_scope(index, chain[-1], pc)
+        if inner is None:
+            return chain
+        chain.append(inner)
+
+
+def _frames(chain: list) -> list[list]:
+    """`chain` cut before each DW_TAG_inlined_subroutine, outermost first."""
+    frames: list[list] = []
+    for scope in chain:
+        if not frames or scope.tag == "DW_TAG_inlined_subroutine":
+            frames.append([])
+        frames[-1].append(scope)
+    return frames
 
 
 def _covering_child_scope(index: DwarfIndex, die, pc: int):
@@ -111,6 +140,10 @@ class _FrameBase:
         expr = ctx.locations.expression_at(attr, die, pc)
         if expr is None:
             return OptimizedOut("frame base not available at this PC")
+        if isinstance(expr, UnsupportedLocation):
+            return expr
         ops = ctx.locations.parse_ops(expr, die.cu)
+        if isinstance(ops, UnsupportedLocation):
+            return ops
         self.label = frame_base_label(ops)
         return frame_base_from_ops(ops, lambda: ctx.cfa_at(pc))

@@ -17,6 +17,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Condit
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
                                 SlotRef, Step, StringCapture, ValueSlot, module_cookie)
 from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.script import ast
 
@@ -37,12 +38,15 @@ class PlanOptions:
 
 
 def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> Plan:
-    """Plan every trace block at every site its pattern resolves to."""
+    """Plan every trace block at every site its pattern resolves to. The
+    DWARF names of a block are resolved across all its sites first
+    (plan/scope.py), then each site is planned."""
     probes: list[ProbePlan] = []
     for block in script.traces:
-        for module, site in resolve_sites(block, modules, first_probe_id=len(probes)):
-            builder = _ProbeBuilder(block, site, module, modules, script.text, options)
-            probes.append(builder.build())
+        sites = resolve_sites(block, modules, first_probe_id=len(probes))
+        scopes = block_scopes([site_variables(module, site) for module, site in sites])
+        for (module, site), scope in zip(sites, scopes):
+            probes.append(plan_probe(block, site, module, modules, scope, script.text, options))
     return Plan(tuple(probes), _referenced_modules(probes, modules), options.pid_namespace,
                 options.transport, options.input_pid, options.script_name, options.watch_exec)
 
@@ -70,6 +74,12 @@ class _SlotSpec:
     span: object
 
 
+def plan_probe(block: ast.TraceBlock, site: ProbeSite, module, modules: ModuleSet,
+               scope: SiteScope, text: str, options: PlanOptions) -> ProbePlan:
+    """Plan one trace block at one of its resolved sites."""
+    return _ProbeBuilder(block, site, module, modules, scope, text, options).build()
+
+
 @dataclass
 class _ProbeBuilder:
     """Plans one trace block at one resolved site."""
@@ -78,19 +88,18 @@ class _ProbeBuilder:
     site: ProbeSite
     module: object
     modules: ModuleSet
+    scope: SiteScope
     text: str
     options: PlanOptions
     slots: list[_SlotSpec] = field(default_factory=list)
     lines: list[RenderLine] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        visible = {}
-        # Code DWARF does not describe (assembly) has no scopes to read.
-        variables = () if self.site.no_variables else self.module.variables_at(self.site.address)
-        for var in variables:
-            visible.setdefault(var.name, var)   # innermost scope wins
-        where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
-        self.exprs = ExprPlanner(self.module, self.modules, visible, where,
+        if self.scope.site_count > 1:
+            where = f"any of the {self.scope.site_count} sites of {self.block.pattern_text}"
+        else:
+            where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
+        self.exprs = ExprPlanner(self.module, self.modules, self.scope, where,
                                  self.options.input_pid, abi().constants["GS_COMPARE_CAP"],
                                  self.text, self.site.address, self.site.no_variables)
 

@@ -7,9 +7,8 @@ follow C (plan/arith.py); pointer arithmetic scales by the pointee size.
 from __future__ import annotations
 
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, ImplicitValue,
-                                 InRegister,
-                                 OptimizedOut, UnsupportedLocation, VariableLocation,
-                                 register_name)
+                                 InRegister, OptimizedOut, StaticAddress, UnsupportedLocation,
+                                 VariableLocation, describe_location, register_name)
 from gs_cgen.dwarf.types import (ArrayType, CType, FloatType, FunctionType, PointerType,
                                  StructType,
                                  VoidType, strip, type_name, type_size)
@@ -18,6 +17,7 @@ from gs_cgen.plan import arith
 from gs_cgen.plan import ir
 from gs_cgen.plan.builtins import plan_builtin
 from gs_cgen.plan.model import module_cookie
+from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope
 from gs_cgen.script import ast
 
 # DWARF register name → struct pt_regs field (arch/x86/include/asm/ptrace.h).
@@ -33,12 +33,14 @@ _COMPARE = {ast.BinaryOp.EQ, ast.BinaryOp.NE, ast.BinaryOp.LT, ast.BinaryOp.LE,
 
 
 class ExprPlanner:
-    """Plans expressions for one probe site; `scopes` holds `let` aliases."""
+    """Plans expressions for one probe site; `scopes` holds `let` aliases,
+    `site_scope` the DWARF variables of this site and of the block's others."""
 
-    def __init__(self, module, modules, visible: dict, where: str, input_pid: int | None,
+    def __init__(self, module, modules, site_scope: SiteScope, where: str, input_pid: int | None,
                  compare_cap: int, source_text: str, probe_address: int = 0,
                  no_variables: str | None = None) -> None:
-        self.module, self.modules, self.visible, self.where = module, modules, visible, where
+        self.module, self.modules, self.where = module, modules, where
+        self.site_scope = site_scope
         self.probe_address = probe_address
         self.no_variables = no_variables     # why the site has no DWARF variables
         self.source_text = source_text
@@ -89,14 +91,18 @@ class ExprPlanner:
         for scope in reversed(self.scopes):
             if ident in scope:
                 return scope[ident]
-        var = self.visible.get(ident)
+        var = self.site_scope.visible.get(ident)
         if var is not None:
             return self.location_place(var.location, var.type)
         found = self.modules.find_global(ident, self.module)
         if found is not None:
             owner, glob = found
             return ir.MemoryPlace(self.static_address(glob.address, owner), glob.type)
-        pool = [n for s in self.scopes for n in s] + list(self.visible) + \
+        var = self.site_scope.elsewhere.get(ident)
+        if var is not None:
+            # In scope at another site of this block: absent here, not an error.
+            return ir.UnavailablePlace(var.type, NOT_IN_SCOPE, True)
+        pool = [n for s in self.scopes for n in s] + self.site_scope.names() + \
             self.modules.global_names(self.module)
         if self.no_variables:
             raise PlanError(f"no variable '{ident}' at {self.where}: {self.no_variables}",
@@ -111,6 +117,17 @@ class ExprPlanner:
         return ir.ModuleAddress(cookie, owner.section_of(address), address)
 
     def location_place(self, location: VariableLocation, ctype: CType) -> ir.Place:
+        """The place of a DWARF variable: total over VariableLocation, so a
+        location or type the probe cannot read is an UnavailablePlace with
+        the reason, never an error that fails the script."""
+        size = type_size(ctype)
+        if size > 8 and isinstance(location, (InRegister, ImplicitValue, StaticAddress,
+                                              CallSiteValue)):
+            # A register or DWARF stack value holds 8 bytes; the rest of a
+            # bigger object is not there (it would need DW_OP_piece).
+            return ir.UnavailablePlace(ctype, f"unsupported: a {size}-byte {type_name(ctype)} "
+                                       f"described as one 8-byte value ({describe_location(location)})",
+                                       False)
         match location:
             case InRegister(reg, offset):
                 field = PT_REGS_FIELD.get(register_name(reg))
@@ -124,11 +141,14 @@ class ExprPlanner:
             case AtRegisterOffset(reg, offset):
                 field = PT_REGS_FIELD.get(register_name(reg))
                 if field is None:
-                    return ir.UnavailablePlace(ctype, f"frame base in {register_name(reg)}", False)
+                    return ir.UnavailablePlace(ctype, f"address based on {register_name(reg)}, "
+                                               "which a uprobe cannot read", False)
                 address = ir.BinaryOp("+", ir.RegisterValue(field), ir.Const(offset), False)
                 return ir.MemoryPlace(address, ctype)
             case AtAddress(address):
                 return ir.MemoryPlace(self.static_address(address), ctype)
+            case StaticAddress(address):
+                return ir.ValuePlace(_narrow(self.static_address(address), ctype), ctype)
             case ImplicitValue(value):
                 return ir.ValuePlace(_narrow(ir.Const(value), ctype), ctype)
             case CallSiteValue(return_address=ra, cases=cases):
@@ -136,7 +156,7 @@ class ExprPlanner:
             case OptimizedOut(reason):
                 return ir.UnavailablePlace(ctype, reason, True)
             case UnsupportedLocation(reason):
-                return ir.UnavailablePlace(ctype, f"unsupported location: {reason}", False)
+                return ir.UnavailablePlace(ctype, f"unsupported: {reason}", False)
         raise TypeError(location)
 
     def _call_site_place(self, ra: AtRegisterOffset, cases, ctype: CType) -> ir.Place:
@@ -154,14 +174,19 @@ class ExprPlanner:
     def _member(self, expr: ast.Member) -> ir.Place:
         base = self.place(expr.base)
         ctype = self._ctype_of(base, expr.base)
-        if arith.is_pointer(ctype):             # a.b auto-dereferences pointers
-            pointer, _ = self.value(base, expr.base)
+        pointer = arith.is_pointer(ctype)       # a.b auto-dereferences pointers
+        if pointer:
             ctype = strip(ctype).target
-            base = ir.MemoryPlace(ir.NonNull(pointer), ctype)
         struct = strip(ctype)
         if not isinstance(struct, StructType):
             raise PlanError(f"'{self._text(expr.base)}' has type '{type_name(ctype)}', "
                             f"which has no member '{expr.field}'", expr.span)
+        if isinstance(base, ir.UnavailablePlace):
+            member, _ = _lookup_member(struct, expr)
+            return _unavailable(base, member.type)
+        if pointer:
+            value, _ = self.value(base, expr.base)
+            base = ir.MemoryPlace(ir.NonNull(value), ctype)
         if isinstance(base, ir.ValuePlace) and struct.size <= 8:
             return _register_member(base.value, struct, expr)
         if not isinstance(base, ir.MemoryPlace):
@@ -175,6 +200,8 @@ class ExprPlanner:
         index, index_type = self.value(self.place(expr.index), expr.index)
         if not arith.is_integer(index_type):
             raise PlanError("an index must be an integer", expr.index.span)
+        if isinstance(base, ir.UnavailablePlace) and isinstance(ctype, (ArrayType, PointerType)):
+            return _unavailable(base, ctype.element if isinstance(ctype, ArrayType) else ctype.target)
         if isinstance(ctype, ArrayType) and isinstance(base, ir.MemoryPlace):
             start, element = base.address, ctype.element
         elif isinstance(ctype, PointerType):
@@ -190,6 +217,8 @@ class ExprPlanner:
     def _unary(self, expr: ast.Unary) -> ir.Place:
         if expr.op is ast.UnaryOp.ADDR_OF:
             base = self.place(expr.operand)
+            if isinstance(base, ir.UnavailablePlace) and base.ctype is not None:
+                return _unavailable(base, arith.pointer_to(base.ctype))
             if not isinstance(base, ir.MemoryPlace):
                 raise PlanError(f"cannot take the address of '{self._text(expr.operand)}' "
                                 "(it is not in memory)", expr.span)
@@ -206,6 +235,8 @@ class ExprPlanner:
     def _deref(self, expr: ast.Unary) -> ir.Place:
         base = self.place(expr.operand)
         ctype = strip(self._ctype_of(base, expr.operand))
+        if isinstance(base, ir.UnavailablePlace) and isinstance(ctype, ArrayType):
+            return _unavailable(base, ctype.element)
         if isinstance(ctype, ArrayType) and isinstance(base, ir.MemoryPlace):
             return ir.MemoryPlace(base.address, ctype.element)
         if not isinstance(ctype, PointerType):
@@ -214,6 +245,8 @@ class ExprPlanner:
         if isinstance(strip(ctype.target), (VoidType, FunctionType)):
             raise PlanError(f"cannot dereference '{self._text(expr.operand)}' of type "
                             f"'{type_name(ctype)}' (cast it first)", expr.span)
+        if isinstance(base, ir.UnavailablePlace):
+            return _unavailable(base, ctype.target)
         pointer, _ = self.value(base, expr.operand)
         return ir.MemoryPlace(ir.NonNull(pointer), ctype.target)
 
@@ -297,6 +330,8 @@ class ExprPlanner:
             return ir.ValuePlace(_narrow(value, target), target)
         if isinstance(source, ir.MemoryPlace):
             return ir.MemoryPlace(source.address, target)
+        if isinstance(source, ir.UnavailablePlace):
+            return _unavailable(source, target)
         raise PlanError(f"cannot cast '{self._text(expr.operand)}' to '{expr.type_name}'", expr.span)
 
     # ------------------------------------------------------------ helpers
@@ -359,6 +394,8 @@ class ExprPlanner:
     def string_address(self, place: ir.Place, expr: ast.Expr) -> ir.Scalar:
         """Where the bytes of a char*/char[]/pointer/array operand start."""
         ctype = strip(self._ctype_of(place, expr))
+        if isinstance(place, ir.UnavailablePlace) and isinstance(ctype, (ArrayType, PointerType)):
+            return self.value(place, expr)[0]
         if isinstance(ctype, ArrayType) and isinstance(place, ir.MemoryPlace):
             return place.address
         if isinstance(ctype, PointerType):
@@ -396,12 +433,7 @@ def _value_expression(tree: tuple) -> ir.Scalar | None:
 def _register_member(value: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:
     """A member of a small struct passed in a register (SysV passes structs
     up to 8 bytes in one): its bytes are bits of the register."""
-    found = _find_member(struct, expr.field, 0)
-    if found is None:
-        names = [m.name for m in struct.members if m.name]
-        raise PlanError(f"{type_name(struct)} has no member '{expr.field}'", expr.span,
-                        candidates=nearest(expr.field, names))
-    member, offset = found
+    member, offset = _lookup_member(struct, expr)
     if not arith.is_integer(member.type) and not arith.is_pointer(member.type):
         raise UnsupportedError("not supported yet: non-integer members of a struct held in "
                                "a register", expr.span)
@@ -412,12 +444,7 @@ def _register_member(value: ir.Scalar, struct: StructType, expr: ast.Member) -> 
 
 
 def _member_place(address: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:
-    found = _find_member(struct, expr.field, 0)
-    if found is None:
-        names = [m.name for m in struct.members if m.name]
-        raise PlanError(f"{type_name(struct)} has no member '{expr.field}'", expr.span,
-                        candidates=nearest(expr.field, names))
-    member, offset = found
+    member, offset = _lookup_member(struct, expr)
     member_address = ir.BinaryOp("+", address, ir.Const(offset), False)
     if member.bit_size is None:
         return ir.MemoryPlace(member_address, member.type)
@@ -426,6 +453,21 @@ def _member_place(address: ir.Scalar, struct: StructType, expr: ast.Member) -> i
     value = ir.BitField(ir.Load(member_address, storage, False), member.bit_offset,
                         member.bit_size, arith.signedness(member.type))
     return ir.BitFieldPlace(value, member.type)
+
+
+def _lookup_member(struct: StructType, expr: ast.Member):
+    """(member, byte offset) of `expr.field`; PlanError naming candidates."""
+    found = _find_member(struct, expr.field, 0)
+    if found is None:
+        names = [m.name for m in struct.members if m.name]
+        raise PlanError(f"{type_name(struct)} has no member '{expr.field}'", expr.span,
+                        candidates=nearest(expr.field, names))
+    return found
+
+
+def _unavailable(place: ir.UnavailablePlace, ctype: CType) -> ir.UnavailablePlace:
+    """A part of (or pointer into) an unavailable value: just as unavailable."""
+    return ir.UnavailablePlace(ctype, place.reason, place.optimized_out)
 
 
 def _find_member(struct: StructType, name: str, base: int):

@@ -139,4 +139,6 @@ def _json_value(slot, value, style: str = "x") -> dict:
     entry.update(value=value_json(value), status=value_status(value))
     if entry["status"] not in ("ok", "truncated"):
         entry["error"] = format_value(value)
+    if isinstance(value, ErrorValue) and value.detail:
+        entry["reason"] = value.detail      # why it is unavailable: "not in scope at this site"
     return entry

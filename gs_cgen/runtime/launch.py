@@ -79,6 +79,20 @@ class LaunchedCommand:
                 self.release()
         self.process.wait()
 
+    def end(self, grace_seconds: float = 2.0) -> bool:
+        """The trace ended first (--max-events, --duration, a signal): the
+        command's life is the trace's, as with gdb's `run` — SIGTERM, then
+        SIGKILL after `grace_seconds`. False when it had exited already."""
+        if self.process.poll() is not None:
+            return False
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=grace_seconds)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return True
+
     def exit_description(self) -> str:
         code = self.process.wait()
         if code < 0:

@@ -2,6 +2,11 @@
 fires, with its own constant argument (gdb: `break scale` → 2 locations)."""
 from __future__ import annotations
 
+import json
+import os
+
+import pytest
+
 from tests.live.conftest import compile_fixture, gs_cgen
 
 
@@ -17,3 +22,36 @@ def test_inlined_function_fires_at_every_copy(build_dir, start_target):
     for line in result.stdout.splitlines():
         v, k = (int(part.split("=")[1]) for part in line.split())
         assert (k == 3 and 0 <= v <= 8) or (k == 5 and 1 <= v <= 4), line
+
+
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def test_a_variable_of_one_site_only_prints_there(build_dir, start_target):
+    """glibc's __mmap64 has two sites: its entry, and the copy of itself
+    inlined into it where INLINE_SYSCALL's __arg1..__arg6 live (issue
+    #7.7: the script used to be refused with `no variable '__arg6'`). Each
+    call hits both: the values print at the second, `<OPTIMIZED_OUT>` (gdb:
+    `<optimized out>`) at the first."""
+    from gs_cgen.dwarf import open_module
+    if not os.path.exists(LIBC) or len(open_module(LIBC).find_functions("__mmap64")) != 2:
+        pytest.skip("needs libc6-dbg with two __mmap64 sites")
+    binary = compile_fixture(build_dir, "mmap_loop.c", "-g -O0")
+    target = start_target(binary)
+    script = 'trace __mmap64 { print "len={} __arg2={} __arg6={}", len, __arg2, __arg6; }'
+    result = gs_cgen("trace", "-t", LIBC, "-p", str(target.pid), "-s", script,
+                     "--max-events", "8", "--output", "plain")
+    assert result.returncode == 0, result.stderr
+    seen = set(result.stdout.splitlines())
+    lengths = {int(line.split()[0].removeprefix("len=")) for line in seen}
+    assert lengths <= {4096, 8192, 12288, 16384} and len(lengths) >= 3, result.stdout
+    assert seen == {f"len={n} __arg2=<OPTIMIZED_OUT> __arg6=<OPTIMIZED_OUT>" for n in lengths} \
+        | {f"len={n} __arg2={n} __arg6=0" for n in lengths}, result.stdout
+
+    result = gs_cgen("trace", "-t", LIBC, "-p", str(target.pid), "-s",
+                     "trace __mmap64 { print __arg6; }", "--max-events", "2", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    values = [json.loads(line)["values"][0] for line in result.stdout.splitlines()]
+    assert {"expr": "__arg6", "type": "long int", "value": None, "status": "optimized_out",
+            "error": "<OPTIMIZED_OUT>", "reason": "not in scope at this site"} in values
+    assert {"expr": "__arg6", "type": "long int", "value": 0, "status": "ok"} in values

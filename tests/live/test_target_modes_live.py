@@ -148,6 +148,18 @@ def test_launch_mode_catches_the_first_millisecond(short_lived_bin):
     assert our_uprobes() == []
 
 
+def test_launched_command_ends_with_the_trace(basic_bin):
+    """--max-events ends the trace before the (endless) command: the command
+    is stopped too, not left running as an orphan."""
+    result = gs_cgen("trace", "-s", "trace add { print a; }", "--max-events", "2",
+                     "--output", "plain", "--", str(basic_bin))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-2:] == ["a = 3", "a = 3"]
+    assert "trace ended; command killed by SIGTERM" in result.stderr
+    running = subprocess.run(["pgrep", "-f", f"^{basic_bin}$"], capture_output=True, text=True)
+    assert running.stdout == ""
+
+
 def test_launch_mode_missing_command_is_a_user_error():
     missing = "/nonexistent/gs-cgen-no-such-program"
     err = user_error("-s", "trace add { print a; }", "--", missing)

@@ -91,3 +91,21 @@ def _gdb_locations(text: str) -> dict[int, set[tuple[int, int]]]:
             number, address, line = match.groups()
             found.setdefault(int(number), set()).add((int(address, 16), int(line)))
     return found
+
+
+def test_a_function_inlined_into_itself_lists_its_parameters_once(libpython):
+    """PyDict_SetItem's second site is a copy of PyDict_SetItem inlined into
+    PyDict_SetItem: both frames have op, key and value (each concrete DIE
+    with the same abstract origin). The inlined frame's hide the outer
+    ones, as in C and in gdb's `info scope`."""
+    if shutil.which("gdb") is None:
+        pytest.skip("gdb is not installed")
+    sites = libpython.find_functions("PyDict_SetItem")
+    assert len(sites) == 2
+    for site in sites:
+        names = [v.name for v in libpython.variables_at(site.probe_address)]
+        text = subprocess.run(["gdb", "-nx", "-batch", "-ex",
+                               f"info scope *0x{site.probe_address:x}", libpython.path],
+                              capture_output=True, text=True, check=True).stdout
+        gdb_names = re.findall(r"^Symbol (\w+) is (?!a function)", text, re.M)
+        assert names == gdb_names == ["op", "key", "value"], text

@@ -45,7 +45,7 @@ def _var(location, origin=None):
      "location list (default entry) → register rax"),
     (UnsupportedLocation("DW_OP_piece in location expression"),
      LocationOrigin(LocationForm.EXPRESSION, from_list=True, list_range=(0x1, 0x2)),
-     "location list [0x1,0x2) → unsupported (DW_OP_piece in location expression)"),
+     "location list [0x1,0x2) → unsupported: DW_OP_piece in location expression"),
 ])
 def test_describe_variable(location, origin, text):
     assert describe_variable(_var(location, origin)) == text

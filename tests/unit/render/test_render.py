@@ -79,3 +79,15 @@ def test_json_event():
             {"expr": "fd", "type": "int", "value": 4, "status": "ok"},
             {"expr": "g_count", "type": "int", "value": None, "status": "read_error",
              "error": "<error: read failed at 0x10>"}]}
+
+
+def test_json_says_why_a_value_is_unavailable():
+    """`ok` has no location at this PC; JSON carries the planner's reason."""
+    probe = probe_for("trace handle { print ok; print fd; }")
+    raw = event_bytes(probe, {1: (0, struct.pack("<i", 4), 0)})
+    event = json.loads(render_json(decode(raw, probe), probe))
+    assert event["lines"] == ["ok = <OPTIMIZED_OUT>", "fd = 4"]
+    assert event["values"][0] == {"expr": "ok", "type": "_Bool", "value": None,
+                                  "status": "optimized_out", "error": "<OPTIMIZED_OUT>",
+                                  "reason": "not available at this PC"}
+    assert "reason" not in event["values"][1]

@@ -1,0 +1,61 @@
+"""Which DWARF names a trace block can use at each of its sites.
+
+A pattern may resolve to several sites (inlined copies, clones, a line in
+several functions), and a variable may be in scope at some of them only:
+glibc's `__mmap64` has `__arg6` at its inlined copy and not at its entry.
+The names are resolved across all sites of a block first; the per-site
+planner then reads a name where it is in scope and renders it
+`<OPTIMIZED_OUT>` ("not in scope at this site") where it is not. Only a
+name in scope at no site at all is an error.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gs_cgen.dwarf.model import VisibleVariable
+
+NOT_IN_SCOPE = "not in scope at this site"
+
+
+@dataclass(frozen=True)
+class SiteScope:
+    """The DWARF variables of one site of a block.
+
+    `visible`: in scope here, the innermost one of each name.
+    `elsewhere`: in scope at another site of the block, but not here (the
+    variable of the first such site, for its type).
+    `site_count`: how many sites the block has, for messages."""
+
+    visible: Mapping[str, VisibleVariable]
+    elsewhere: Mapping[str, VisibleVariable]
+    site_count: int = 1
+
+    def names(self) -> list[str]:
+        """Every name the block may use here, for "did you mean"."""
+        return [*self.visible, *self.elsewhere]
+
+
+def site_variables(module, site) -> list[VisibleVariable]:
+    """The DWARF variables visible at `site`; none where DWARF describes no
+    scopes at all (hand-written assembly: site.no_variables says so)."""
+    return [] if site.no_variables else module.variables_at(site.address)
+
+
+def block_scopes(per_site: Sequence[Sequence[VisibleVariable]]) -> list[SiteScope]:
+    """One SiteScope per site, from each site's visible variables
+    (innermost scope first, as ModuleDebugInfo.variables_at lists them)."""
+    visible = [_innermost(variables) for variables in per_site]
+    union: dict[str, VisibleVariable] = {}
+    for names in visible:
+        for name, variable in names.items():
+            union.setdefault(name, variable)
+    return [SiteScope(names, {n: v for n, v in union.items() if n not in names}, len(per_site))
+            for names in visible]
+
+
+def _innermost(variables: Sequence[VisibleVariable]) -> dict[str, VisibleVariable]:
+    found: dict[str, VisibleVariable] = {}
+    for variable in variables:
+        found.setdefault(variable.name, variable)        # innermost scope wins
+    return found
