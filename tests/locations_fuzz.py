@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from gs_cgen.abi import abi
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.expression import decode_ops, shape
+from gs_cgen.dwarf.raw import ByteReader
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, ImplicitValue,
                                  InRegister, OptimizedOut, StaticAddress, UnsupportedLocation)
 from gs_cgen.emit.program import emit_program
@@ -137,29 +138,8 @@ _ULEB = (0x0d, 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f02)
 _BLOCK_ULEB, _BLOCK_FIXED = (0x09, 0x18), {0x0a: 1, 0x03: 2, 0x04: 4}
 
 
-class _Bytes:
-    def __init__(self, data: bytes, pos: int = 0) -> None:
-        self.data, self.pos = data, pos
-
-    def u(self, size: int) -> int:
-        value = int.from_bytes(self.data[self.pos:self.pos + size], "little")
-        self.pos += size
-        return value
-
-    def uleb(self) -> int:
-        data, pos, value, shift = self.data, self.pos, 0, 0
-        while True:
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                self.pos = pos
-                return value
-            shift += 7
-
-
 def _abbrevs(data: bytes, offset: int) -> dict:
-    r, table = _Bytes(data, offset), {}
+    r, table = ByteReader(data, offset), {}
     while (code := r.uleb()):
         tag, children, specs = r.uleb(), r.u(1), []
         while True:
@@ -171,7 +151,7 @@ def _abbrevs(data: bytes, offset: int) -> dict:
     return table
 
 
-def _value(r: _Bytes, form: int, offset_size: int, address_size: int):
+def _value(r: ByteReader, form: int, offset_size: int, address_size: int):
     """The attribute's value for the forms the walk reads, else None (skipped)."""
     while form == 0x16:                                  # DW_FORM_indirect
         form = r.uleb()
@@ -196,7 +176,7 @@ def _value(r: _Bytes, form: int, offset_size: int, address_size: int):
 def _walk(info: bytes, abbrev: bytes, cu_offset: int):
     """(tag, die offset, attributes, enclosing scope offsets) for the CU's DIEs;
     attributes maps DW_AT code -> (form, value) for the four the walk needs."""
-    r = _Bytes(info, cu_offset)
+    r = ByteReader(info, cu_offset)
     unit_length, offset_size = r.u(4), 4
     if unit_length == 0xFFFFFFFF:
         unit_length, offset_size = r.u(8), 8
@@ -315,7 +295,7 @@ class _LocationLists:
             return self._pyelftools(cu, die_offset, base)
 
     def _v5_entries(self, offset: int, base: int):
-        r = _Bytes(self._v5, offset)
+        r = ByteReader(self._v5, offset)
         while True:
             kind = r.u(1)
             if kind == 0x00:                               # DW_LLE_end_of_list
@@ -345,7 +325,7 @@ class _LocationLists:
             yield lo, hi, self._v5[r.pos - size:r.pos]
 
     def _v4_entries(self, offset: int, base: int):
-        r = _Bytes(self._v4, offset)
+        r = ByteReader(self._v4, offset)
         while True:
             lo, hi = r.u(8), r.u(8)
             if lo == 0 and hi == 0:

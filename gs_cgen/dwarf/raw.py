@@ -26,7 +26,7 @@ class UnsupportedHeader(Exception):
     split units); the caller falls back to pyelftools."""
 
 
-class _Reader:
+class ByteReader:
     def __init__(self, data: bytes, pos: int) -> None:
         self.data, self.pos = data, pos
 
@@ -55,7 +55,7 @@ class _Reader:
 def read_file_tables(line: bytes, offset: int, line_str: bytes, debug_str: bytes):
     """-> (version, directories, [(name, dir_index)]) for the line program
     at `offset` of .debug_line."""
-    r = _Reader(line, offset)
+    r = ByteReader(line, offset)
     (length,) = struct.unpack_from("<I", line, offset)
     offset_size = 4
     r.pos += 4
@@ -78,7 +78,7 @@ def read_file_tables(line: bytes, offset: int, line_str: bytes, debug_str: bytes
     return version, dirs, files
 
 
-def _v4_tables(r: _Reader):
+def _v4_tables(r: ByteReader):
     dirs = []
     while (d := r.cstring()):
         dirs.append(d)
@@ -90,7 +90,7 @@ def _v4_tables(r: _Reader):
     return dirs, files
 
 
-def _v5_entries(r: _Reader, offset_size: int, strings: dict[int, bytes]):
+def _v5_entries(r: ByteReader, offset_size: int, strings: dict[int, bytes]):
     formats = [(r.uleb(), r.uleb()) for _ in range(r.u(1))]
     entries = []
     for _ in range(r.uleb()):
@@ -98,7 +98,7 @@ def _v5_entries(r: _Reader, offset_size: int, strings: dict[int, bytes]):
     return entries
 
 
-def _read_form(r: _Reader, form: int, offset_size: int, strings: dict[int, bytes]):
+def _read_form(r: ByteReader, form: int, offset_size: int, strings: dict[int, bytes]):
     if form in _FIXED_FORMS:
         return r.u(_FIXED_FORMS[form])
     if form == _FORM_STRING:
@@ -136,7 +136,7 @@ _BLOCK_LENGTH = {0x0A: 1, 0x03: 2, 0x04: 4}                       # block1/2/4
 def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: bytes,
                       line_str: bytes) -> tuple[int | None, bytes]:
     """(DW_AT_stmt_list, DW_AT_comp_dir) of the CU at `cu_offset`."""
-    r = _Reader(info, cu_offset)
+    r = ByteReader(info, cu_offset)
     offset_size = 4
     if r.u(4) == 0xFFFFFFFF:
         r.pos += 8
@@ -163,7 +163,7 @@ def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: byt
 
 
 def _abbrev_specs(abbrev: bytes, offset: int, code: int) -> list[tuple[int, int]]:
-    r = _Reader(abbrev, offset)
+    r = ByteReader(abbrev, offset)
     while True:
         entry_code = r.uleb()
         if entry_code == 0:
@@ -182,7 +182,7 @@ def _abbrev_specs(abbrev: bytes, offset: int, code: int) -> list[tuple[int, int]
             return specs
 
 
-def _skip_or_read(r: _Reader, form: int, offset_size: int, address_size: int, strings):
+def _skip_or_read(r: ByteReader, form: int, offset_size: int, address_size: int, strings):
     if form == _FORM_INDIRECT:
         form = r.uleb()
     if form in strings:
