@@ -10,11 +10,10 @@ not loaded its libraries yet.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.model import LoadSegment
 from gs_cgen.plan.model import IfuncChoice, IfuncLookup
-from gs_cgen.runtime.target import ProcessTarget
+from gs_cgen.runtime.target import Mapping, ProcessTarget, parse_maps
 
 _PAGE = 4096
 
@@ -59,18 +58,7 @@ def read_choice(pid: int, lookup: IfuncLookup) -> int | None:
     return None
 
 
-@dataclass(frozen=True)
-class FileMapping:
-    """A /proc/PID/maps line of a file: where, which file page, which file."""
-
-    start: int
-    end: int
-    offset: int
-    device: int          # st_dev form (os.makedev of the maps MAJOR:MINOR)
-    inode: int
-
-
-def load_bias(pid: int, mappings: list[FileMapping], path: str,
+def load_bias(pid: int, mappings: list[Mapping], path: str,
               segments: tuple[LoadSegment, ...]) -> int | None:
     """Run-time minus link-time address of the file at `path` in `pid`:
     from the mapping of its first PT_LOAD, the one whose file is `path`'s."""
@@ -86,10 +74,10 @@ def load_bias(pid: int, mappings: list[FileMapping], path: str,
     return None
 
 
-def _maps_file(pid: int, mapping: FileMapping, wanted: os.stat_result) -> bool:
+def _maps_file(pid: int, mapping: Mapping, wanted: os.stat_result) -> bool:
     """The maps line's device and inode, else (overlayfs shows the lower
     file's there) the file behind /proc/PID/map_files, which needs root."""
-    if (mapping.device, mapping.inode) == (wanted.st_dev, wanted.st_ino):
+    if (mapping.dev, mapping.inode) == (wanted.st_dev, wanted.st_ino):
         return True
     try:
         st = os.stat(f"/proc/{pid}/map_files/{mapping.start:x}-{mapping.end:x}")
@@ -98,23 +86,13 @@ def _maps_file(pid: int, mapping: FileMapping, wanted: os.stat_result) -> bool:
     return (st.st_dev, st.st_ino) == (wanted.st_dev, wanted.st_ino)
 
 
-def _file_mappings(pid: int) -> list[FileMapping]:
-    """`START-END PERMS OFFSET MAJOR:MINOR INODE PATH` lines with an inode."""
+def _file_mappings(pid: int) -> list[Mapping]:
+    """The maps lines of files (an inode), or none when unreadable."""
     try:
         with open(f"/proc/{pid}/maps") as f:
-            lines = f.read().splitlines()
+            return [m for m in parse_maps(f.read()) if m.inode]
     except OSError:
         return []
-    out = []
-    for line in lines:
-        fields = line.split(maxsplit=5)
-        if len(fields) < 5 or fields[4] == "0":
-            continue
-        start, end = (int(x, 16) for x in fields[0].split("-"))
-        major, minor = (int(x, 16) for x in fields[3].split(":"))
-        out.append(FileMapping(start, end, int(fields[2], 16), os.makedev(major, minor),
-                               int(fields[4])))
-    return out
 
 
 def _read_u64(pid: int, address: int) -> int | None:
