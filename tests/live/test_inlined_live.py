@@ -57,7 +57,7 @@ def test_a_variable_of_one_site_only_prints_there(build_dir, start_target):
     assert len(read) >= 2 and absent, result.stdout
 
     result = gs_cgen("trace", "-t", LIBC, "-p", str(target.pid), "-s",
-                     "trace __mmap64 { print __arg6; }", "--max-events", "2", "--output", "json")
+                     "trace __mmap64 { print __arg6; }", "--max-events", "16", "--output", "json")
     assert result.returncode == 0, result.stderr
     values = [json.loads(line)["values"][0] for line in result.stdout.splitlines()]
     assert {"expr": "__arg6", "type": "long int", "value": None, "status": "optimized_out",
