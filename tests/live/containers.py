@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,8 +166,10 @@ def _top_level_links() -> list[tuple[str, str | None]]:
 
 def _host_binds() -> list[str]:
     """What gs-cgen needs from the host: python, BCC, kernel headers (/usr,
-    /lib/modules), /etc, /sys (BTF, tracefs), /dev, the repository and its .venv."""
-    return ["/usr", "/etc", "/sys", "/dev", str(REPO)] + \
+    /lib/modules), /etc, /sys (BTF, tracefs), /dev, the repository, and the
+    venv running the tests (usually the repository's .venv, but any other)."""
+    venv = [sys.prefix] if not Path(sys.prefix).is_relative_to(REPO) else []
+    return ["/usr", "/etc", "/sys", "/dev", str(REPO), *venv] + \
         [name for name, link in _top_level_links() if link is None]
 
 
