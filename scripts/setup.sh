@@ -47,18 +47,18 @@ fi
 # the constraints file, whatever the machine happens to have).
 venv="${GS_CGEN_VENV:-.venv}"
 constraints="${GS_CGEN_CONSTRAINTS:-constraints.txt}"
-if [ ! -x "$venv"/bin/python ] || ! "$venv"/bin/python -c 'import bcc' >/dev/null 2>&1; then
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv --system-site-packages "$venv"
-fi
 stamp="$venv/.gs-cgen-installed"
 want="$(sha256sum pyproject.toml "$constraints" | sha256sum | cut -c1-16)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || \
+# A new dependency set gets a new venv: installing over an old one leaves
+# the old releases' metadata behind (pip reports them, --version too).
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv"/bin/python -c 'import bcc' >/dev/null 2>&1 || \
         ! "$venv"/bin/python -c 'import gs_cgen.cli, lark, elftools, click, rich, pycparser, capstone, pytest' >/dev/null 2>&1; then
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
     # --ignore-installed: a system-site copy of a dependency must not stand
     # in for the pinned one.
     "$venv"/bin/pip install -q --disable-pip-version-check --no-cache-dir --ignore-installed \
-        -c "$constraints" -e '.[test]'
+        -c "$constraints" -e '.[test]' 2> >(grep -v "^WARNING: Location .* is ignored" >&2)
     echo "$want" > "$stamp"
 fi
 echo "setup: ok ($constraints)" >&2
