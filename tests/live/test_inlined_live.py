@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
-from tests.live.conftest import compile_fixture, gs_cgen
+from tests.live.conftest import compile_fixture, gs_cgen, require
 
 
 def test_inlined_function_fires_at_every_copy(build_dir, start_target):
@@ -35,7 +33,7 @@ def test_a_variable_of_one_site_only_prints_there(build_dir, start_target):
     `<optimized out>`) at the first."""
     from gs_cgen.dwarf import open_module
     if not os.path.exists(LIBC) or len(open_module(LIBC).find_functions("__mmap64")) != 2:
-        pytest.skip("needs libc6-dbg with two __mmap64 sites")
+        require("needs libc6-dbg with two __mmap64 sites")
     binary = compile_fixture(build_dir, "mmap_loop.c", "-g -O0")
     target = start_target(binary)
     script = 'trace __mmap64 { print "len={} __arg2={} __arg6={}", len, __arg2, __arg6; }'

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.conftest import FIXTURES, compile_fixture, gs_cgen, gs_cgen_popen, our_uprobes
+from tests.live.conftest import FIXTURES, compile_fixture, gs_cgen, gs_cgen_popen, our_uprobes, require
 from tests.live.test_shared_libs_live import build_shlib
 from tests.live.test_target_modes_live import info_probe_address
 
@@ -153,12 +153,12 @@ def python_with_libpython() -> str:
     libpython3.11.so (here: a pyenv shim, so gs-cgen follows it to the real
     interpreter, built from source with DWARF)."""
     if shutil.which("python3.11") is None:
-        pytest.skip("python3.11 is not installed")
+        require("python3.11 is not installed")
     real = subprocess.run(["python3.11", "-c", "import sys; print(sys.executable)"],
                           capture_output=True, text=True, check=True).stdout.strip()
     needed = subprocess.run(["readelf", "-d", real], capture_output=True, text=True).stdout
     if "libpython3.11.so" not in needed:
-        pytest.skip(f"{real} does not link libpython3.11.so")
+        require(f"{real} does not link libpython3.11.so")
     return "python3.11"
 
 
