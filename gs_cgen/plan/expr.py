@@ -26,6 +26,9 @@ PT_REGS_FIELD = {"rax": "ax", "rdx": "dx", "rcx": "cx", "rbx": "bx", "rsi": "si"
                  **{f"r{n}": f"r{n}" for n in range(8, 16)}}
 _HEADER_SPECIALS = {"pid": "pid", "tid": "tid", "host_pid": "host_pid",
                     "timestamp": "timestamp_ns"}
+# The probed thread's registers at the probe: the kernel sets ip to the
+# probed instruction's run-time address before uprobe programs run.
+_REGISTER_SPECIALS = {"pc": "ip", "sp": "sp"}
 _ARITH = {ast.BinaryOp.ADD, ast.BinaryOp.SUB, ast.BinaryOp.MUL, ast.BinaryOp.DIV,
           ast.BinaryOp.MOD, ast.BinaryOp.BIT_AND, ast.BinaryOp.BIT_OR, ast.BinaryOp.BIT_XOR}
 _COMPARE = {ast.BinaryOp.EQ, ast.BinaryOp.NE, ast.BinaryOp.LT, ast.BinaryOp.LE,
@@ -79,9 +82,12 @@ class ExprPlanner:
             if self.input_pid is None:
                 raise PlanError("$input_pid is only available with -p PID", expr.span)
             return ir.ValuePlace(ir.Const(self.input_pid), arith.INT)
+        if expr.ident in _REGISTER_SPECIALS:
+            return ir.ValuePlace(ir.RegisterValue(_REGISTER_SPECIALS[expr.ident]), arith.ULONG)
         field = _HEADER_SPECIALS.get(expr.ident)
         if field is None:
-            valid = ", ".join(f"${k}" for k in (*_HEADER_SPECIALS, "input_pid"))
+            valid = ", ".join(f"${k}" for k in (*_HEADER_SPECIALS, "input_pid",
+                                                  *_REGISTER_SPECIALS))
             raise PlanError(f"unknown special variable '${expr.ident}' (valid: {valid})",
                             expr.span)
         ctype = arith.ULONG if field == "timestamp_ns" else arith.INT

@@ -43,7 +43,8 @@ class Name:
 
 @dataclass(frozen=True)
 class SpecialVar:
-    """`$pid`, `$tid`, `$host_pid`, `$input_pid`, `$timestamp` (ident without `$`)."""
+    """`$pid`, `$tid`, `$host_pid`, `$input_pid`, `$timestamp`, `$pc`, `$sp`
+    (ident without `$`)."""
 
     ident: str
     span: SourceSpan

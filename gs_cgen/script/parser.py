@@ -23,7 +23,7 @@ from gs_cgen.source import SourceSpan
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
-SPECIAL_VARIABLES = ("pid", "tid", "host_pid", "input_pid", "timestamp")
+SPECIAL_VARIABLES = ("pid", "tid", "host_pid", "input_pid", "timestamp", "pc", "sp")
 
 # name -> (fewest, most) arguments, and how the usage reads in errors.
 BUILTINS = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import pytest
 
@@ -85,6 +86,19 @@ def test_special_variables(basic_bin, start_target):
         assert pid == tid == host_pid == input_pid == target.pid
         stamps.append(stamp)
     assert stamps == sorted(stamps) and stamps[0] > 0
+
+
+def test_pc_and_sp_are_what_gdb_shows_at_the_probe(basic_bin, start_target):
+    """$pc / $sp: the probed thread's instruction and stack pointer. main
+    calls add() from the same frame every time, so gdb's `break add` stops
+    with the same values."""
+    target = start_target(basic_bin)
+    (line,) = trace_lines(target.pid, 'trace add { print "{:x} {:x}", $pc, $sp; }', events=1)
+    gdb = subprocess.run(["gdb", "-nx", "-batch", "-p", str(target.pid), "-ex", "break add",
+                          "-ex", "continue", "-ex", "p/x $pc", "-ex", "p/x $sp"],
+                         capture_output=True, text=True, timeout=60).stdout
+    pc, sp = re.findall(r"^\$\d+ = 0x([0-9a-f]+)$", gdb, re.M)
+    assert line == f"{pc} {sp}", gdb
 
 
 def test_several_trace_blocks(basic_bin, start_target):
