@@ -28,7 +28,7 @@ _KINDS = {
     "p": FormatKind.POINTER, "s": FormatKind.STRING,
 }
 # GhostScope allows memory dumps only as hex bytes or ASCII.
-_DUMP_KINDS = (FormatKind.HEX, FormatKind.STRING)
+_DUMP_KINDS = (FormatKind.HEX, FormatKind.HEX_UPPER, FormatKind.STRING)
 _BASES = {"0x": 16, "0o": 8, "0b": 2}
 _BASE_NAMES = {16: "hex", 8: "octal", 2: "binary", 10: "decimal"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -149,7 +149,7 @@ def _placeholder(inner: str, span: SourceSpan, at: int) -> Placeholder:
         return Placeholder(kind)
     if kind not in _DUMP_KINDS:
         raise _error(f"'{{{inner}}}': a memory dump length only works with "
-                     "':x' or ':s'", span, at, width, _SPEC_HINT)
+                     "':x', ':X' or ':s'", span, at, width, _SPEC_HINT)
     return _dump(kind, rest[1:], span, at, width)
 
 

@@ -283,14 +283,16 @@ def test_memory_dumps(target):
               'print "{:x.*}", 3, bytes; '
               'let n = 2; print "{:x.n$} {:s.n$}", bytes, g_name; '
               'print "{:x.4}", g_buf; '
-              'let z = 0; print "[{:x.z$}]", bytes; }')
+              'let z = 0; print "[{:x.z$}]", bytes; '
+              'print "{:X.4} {:X.*} {:X.n$}", bytes, 3, bytes, bytes; }')
     # gdb: x/8xb g_bytes -> de ad be ef 00 01 7f 41; g_buf = "buffer" = 62 75 66 66 …
     assert trace_lines(target.pid, script) == [
         "de ad be ef|de ad be ef 00 01 7f 41|\\xde\\xad\\xbe\\xef|Alice|buffer",
         "de ad be",
         "de ad Al",
         "62 75 66 66",
-        "[]"]
+        "[]",
+        "DE AD BE EF DE AD BE DE AD"]
 
 
 def test_failed_dump_prints_missing_arg(target):

@@ -33,6 +33,9 @@ def test_whole_format_string():
     ("{:x.0b100}", Placeholder(K.HEX, D.STATIC, static_length=4)),
     ("{:s.1_024}", Placeholder(K.STRING, D.STATIC, static_length=1024)),
     ("{:x.*}", Placeholder(K.HEX, D.STAR)),
+    ("{:X.16}", Placeholder(K.HEX_UPPER, D.STATIC, static_length=16)),
+    ("{:X.*}", Placeholder(K.HEX_UPPER, D.STAR)),
+    ("{:X.len$}", Placeholder(K.HEX_UPPER, D.VARIABLE, length_variable="len")),
     ("{:s.*}", Placeholder(K.STRING, D.STAR)),
     ("{:x.len$}", Placeholder(K.HEX, D.VARIABLE, length_variable="len")),
     ("{:s._n2$}", Placeholder(K.STRING, D.VARIABLE, length_variable="_n2")),
@@ -66,10 +69,8 @@ def test_empty_format():
     ('"{:q}"', "unknown format specifier '{:q}'", 11, 4),
     ('"{:08X}"', "unknown format specifier '{:08X}'", 11, 6),
     ('"{:xz}"', "unknown format specifier '{:xz}'", 11, 5),
-    ('"ab{:p.4}"', "'{:p.4}': a memory dump length only works with ':x' or "
+    ('"ab{:p.4}"', "'{:p.4}': a memory dump length only works with ':x', ':X' or "
                    "':s'", 13, 6),
-    ('"{:X.4}"', "'{:X.4}': a memory dump length only works with ':x' or "
-                 "':s'", 11, 6),
     ('"{:x.0}"', "memory dump length must be at least 1", 11, 6),
     ('"{:x.}"', "invalid memory dump length ''", 11, 5),
     ('"{:x.n}"', "invalid memory dump length 'n'", 11, 6),
