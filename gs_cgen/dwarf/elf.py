@@ -133,6 +133,7 @@ class ElfImage:
             self._stream.close()
             raise DebugInfoError(f"'{path}' is not an ELF file") from exc
         self.is_pie = self.elf.header["e_type"] == "ET_DYN"
+        self.machine = self.elf.header["e_machine"]       # "EM_X86_64", "EM_AARCH64", ...
         self.segments = tuple(_load_segments(self.elf))
         self.sections = tuple(_sections(self.elf))
         self._by_name = {s.name: s for s in self.sections}

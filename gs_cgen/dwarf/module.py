@@ -51,6 +51,15 @@ _GCC_BASE_NAMES = {
 }
 
 
+def _require_x86_64(elf: ElfImage, name: str) -> None:
+    # Registers, calling convention and pt_regs are x86_64's throughout.
+    if elf.machine != "EM_X86_64" or elf.elf.elfclass != 64:
+        machine = str(elf.machine).removeprefix("EM_")
+        elf.close()
+        raise DebugInfoError(f"'{name}' is {elf.elf.elfclass}-bit {machine} code: unsupported "
+                             "architecture (gs-cgen traces x86_64 processes only)")
+
+
 def open_module(path: str, name: str | None = None, target_root: str = "") -> "ModuleDebugInfo":
     """Open (or reuse) the debug info of the ELF file at `path`.
 
@@ -85,6 +94,7 @@ class ModuleDebugInfo:
         # DWARF (and .symtab, when stripped here) may come from a separate
         # debug file with the same addresses.
         self._elf = ElfImage(path)
+        _require_x86_64(self._elf, name or path)
         self.open_path = path
         self.path = name or path
         self.build_id = self._elf.build_id

@@ -127,6 +127,15 @@ def test_address_inside_an_instruction_is_refused(basic_bin):
     assert f"address 0x{probe + 1:x} is not an instruction boundary" in err
 
 
+def test_binary_for_another_architecture_is_refused(basic_bin, tmp_path):
+    foreign = tmp_path / "arm64_prog"
+    data = bytearray(basic_bin.read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")         # e_machine = EM_AARCH64
+    foreign.write_bytes(bytes(data))
+    err = user_error("trace", "-t", str(foreign), "--dry-run", "-s", "trace add { print a; }")
+    assert "is 64-bit AARCH64 code: unsupported architecture" in err
+
+
 def test_script_file_missing(basic_bin):
     err = user_error("trace", "-t", str(basic_bin), "-f", "/nonexistent/x.gs")
     assert "cannot read script file /nonexistent/x.gs" in err

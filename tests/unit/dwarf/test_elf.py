@@ -67,3 +67,16 @@ def test_open_module_is_cached_until_file_changes(binaries, tmp_path):
     copy.write_bytes(open(binaries["O2"], "rb").read())
     os.utime(copy, ns=(1, 1))
     assert open_module(str(copy)) is not first
+
+
+def test_a_binary_for_another_architecture_is_refused(binaries, tmp_path):
+    """e_machine patched to EM_AARCH64 (183): the same bytes would otherwise
+    plan x86_64 registers for an AArch64 program."""
+    data = bytearray(open(binaries["O0"], "rb").read())
+    data[18:20] = (183).to_bytes(2, "little")
+    foreign = tmp_path / "arm64_prog"
+    foreign.write_bytes(bytes(data))
+    with pytest.raises(DebugInfoError) as err:
+        open_module(str(foreign))
+    assert err.value.message == (f"'{foreign}' is 64-bit AARCH64 code: unsupported architecture "
+                                 "(gs-cgen traces x86_64 processes only)")
