@@ -269,10 +269,14 @@ class ExprPlanner:
             return self._pointer_arith(expr, left, right)
         lv, lt = self.integer_of(left, expr.left)
         rv, rt = self.integer_of(right, expr.right)
+        # C converts the operands, not only the result: `/`, `%` and `>>` of
+        # a 32-bit unsigned and a sign-extended negative int differ otherwise.
         if expr.op in (ast.BinaryOp.SHL, ast.BinaryOp.SHR):
             result = arith.promote(lt)
+            lv = _narrow(lv, result)
         else:
             result = arith.common_type(lt, rt)
+            lv, rv = _narrow(lv, result), _narrow(rv, result)
         node = ir.BinaryOp(expr.op.value, lv, rv, result.signed)
         return ir.ValuePlace(_narrow(node, result), result)
 
@@ -490,10 +494,23 @@ def _find_member(struct: StructType, name: str, base: int):
 
 
 def _narrow(value: ir.Scalar, ctype: CType) -> ir.Scalar:
-    """Apply C's conversion to `ctype` when it is an integer narrower than 64 bits."""
-    if arith.is_integer(ctype) and type_size(ctype) < 8:
-        return ir.Convert(value, type_size(ctype), arith.signedness(ctype))
-    return value
+    """Apply C's conversion to `ctype` when it is an integer narrower than 64
+    bits; constants are converted here, and a value already of that width
+    and signedness (a load, a conversion) is left as it is."""
+    if not arith.is_integer(ctype) or type_size(ctype) >= 8:
+        return value
+    size, signed = type_size(ctype), arith.signedness(ctype)
+    match value:
+        case ir.Const(value=number):
+            bits = 8 * size
+            number &= (1 << bits) - 1
+            if signed and number >> (bits - 1):
+                number -= 1 << bits
+            return ir.Const(number)
+        case ir.Convert(size=s, signed=sg) | ir.Load(size=s, signed=sg) \
+                if (s, sg) == (size, signed):
+            return value
+    return ir.Convert(value, size, signed)
 
 
 def _is_pointerish(place: ir.Place) -> bool:

@@ -141,6 +141,37 @@ def test_comparisons_and_arithmetic_use_c_integer_promotions(target):
     assert trace_lines(target.pid, script) == expected
 
 
+# Operands of compute() as the fixture passes them, and expressions whose
+# value depends on converting the operands (not just the result) to the
+# common type; expected values come from gcc.
+COMPUTE_ARGS = ("int a = 100, b = 7; unsigned int u = 1u; int neg = -1; long l = -5L; "
+                "unsigned long ul = 3UL; unsigned char uc = 200; signed char sc = -56;")
+CONVERTING = ["(u - 2) % neg", "neg / (u + 1)", "neg % (u + 6)", "neg >> 1", "(u - 2) >> 1",
+              "sc / 3", "sc % 5", "uc / sc", "neg / l", "neg % ul", "l / ul", "l % 3",
+              "(u - 2) / neg", "neg * neg % u"]
+
+
+def gcc_values(expressions: list[str], tmp_path: Path) -> list[str]:
+    """Each expression's value as gcc computes it, printed by its C type."""
+    lines = "".join(f"    printf(FMT({e}), ({e})); putchar('\\n');\n" for e in expressions)
+    source = tmp_path / "expect.c"
+    source.write_text(
+        "#include <stdio.h>\n"
+        '#define FMT(x) _Generic((x), int: "%d", unsigned int: "%u", long: "%ld", '
+        'unsigned long: "%lu")\n'
+        f"int main(void) {{\n    {COMPUTE_ARGS}\n{lines}    return 0;\n}}\n")
+    subprocess.run(["gcc", "-w", "-o", str(tmp_path / "expect"), str(source)], check=True)
+    return subprocess.run([str(tmp_path / "expect")], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+def test_arithmetic_converts_operands_as_gcc_does(target, tmp_path):
+    """u32 % i32 gave 4294967295 where C gives 0 (issue #9)."""
+    script, _ = printed("compute", [(e, "") for e in CONVERTING])
+    expected = [f"{e} = {v}" for e, v in zip(CONVERTING, gcc_values(CONVERTING, tmp_path))]
+    assert trace_lines(target.pid, script) == expected
+
+
 def test_integer_literals(target):
     script, expected = printed("compute", [
         ("0x1F + 0o17 + 0b1010 + 1_000", "1056"), ("0xFF_FF", "65535"),

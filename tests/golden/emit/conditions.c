@@ -169,7 +169,7 @@ int gs_probe_0(struct pt_regs *ctx)
             __u64 gs_t2 = 0;
             if (gs_load(&gs_t2, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
                 goto gs_fail_0;
-            if (((__u64)((((__u64)((__s64)(((__u64)(__s64)(__s32)(gs_t2))) > (__s64)(((__u64)(__s64)(__s32)(0x3ULL)))))) != (0x0ULL)))) {
+            if (((__u64)((((__u64)((__s64)(gs_t2) > (__s64)(0x3ULL)))) != (0x0ULL)))) {
                 __u64 gs_t3 = 0;
                 if (gs_load(&gs_t3, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
                     goto gs_fail_0;
@@ -210,8 +210,8 @@ int gs_probe_0(struct pt_regs *ctx)
                     __u64 gs_t7 = 0;
                     if (gs_load(&gs_t7, (0x4010ULL + gs_offsets_10f5dab2c49d9be6->data), 4, 1, &gs_st, &gs_fa))
                         goto gs_fail_2;
-                    gs_l6 = (((__u64)((((__u64)((((__u64)(__s64)(__s32)(gs_t7))) == (((__u64)(__s64)(__s32)(((__u64)(__s64)(__s32)(((__u64)(-(0x1ULL))))))))))) != (0x0ULL)))) != 0;
-                    if (!(((__u64)((((__u64)((((__u64)(__s64)(__s32)(gs_t7))) == (((__u64)(__s64)(__s32)(((__u64)(__s64)(__s32)(((__u64)(-(0x1ULL))))))))))) != (0x0ULL))))) {
+                    gs_l6 = (((__u64)((((__u64)((gs_t7) == (((__u64)(__s64)(__s32)(((__u64)(-(0x1ULL))))))))) != (0x0ULL)))) != 0;
+                    if (!(((__u64)((((__u64)((gs_t7) == (((__u64)(__s64)(__s32)(((__u64)(-(0x1ULL))))))))) != (0x0ULL))))) {
                         gs_l6 = (((__u64)((((__u64)!(((__u64)((((__u64)((__s64)(gs_reg_si) < (__s64)(0x0ULL)))) != (0x0ULL)))))) != (0x0ULL)))) != 0;
                     }
                     gs_c2 = ((__u64)((gs_l6) != (0x0ULL)));
