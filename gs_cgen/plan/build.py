@@ -12,7 +12,7 @@ from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan import arith, ir
 from gs_cgen.plan.expr import ExprPlanner
 from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, ConditionCapture, DumpCapture, DumpRef,
-                                EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep,
+                                EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep, ScriptString,
                                 MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
                                 SlotRef, Step, StringCapture, ValueSlot, module_cookie)
@@ -117,6 +117,11 @@ class _ProbeBuilder:
 
     def _statement(self, stmt: ast.Stmt) -> list[Step]:
         match stmt:
+            case ast.PrintExpr(expr=ast.Name() as expr, text=text) \
+                    if isinstance(place := self.exprs.place(expr), ir.StringPlace):
+                # `let s = "abc"; print s;`: nothing to read at run time.
+                line = (f"{text} = ", ScriptString(place.value))
+                return [self._line(lambda bit: FormatLine(line, bit), ())]
             case ast.PrintExpr(expr=expr, text=text):
                 slot = self._value_slot(expr, text, ast.FormatKind.DEFAULT)
                 return [self._line(lambda bit: ExprLine(text, slot, bit), (slot,))]

@@ -205,6 +205,14 @@ class SlotRef:
 
 
 @dataclass(frozen=True)
+class ScriptString:
+    """A script string variable printed with `print name;`: known when the
+    script is compiled, rendered as a quoted string like a C string."""
+
+    value: bytes
+
+
+@dataclass(frozen=True)
 class DumpRef:
     """A memory-dump placeholder: `style` is "x" or "s"."""
 
@@ -216,7 +224,7 @@ class DumpRef:
 class FormatLine:
     """`print "fmt", args;`: literal text and slot references."""
 
-    pieces: tuple[str | SlotRef | DumpRef, ...]
+    pieces: tuple[str | SlotRef | DumpRef | ScriptString, ...]
     bit: int
 
 

@@ -7,10 +7,10 @@ import json
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (BacktraceLine, DumpRef, capture_scalars, ExprErrorLine, ExprLine, FormatLine, ProbePlan,
-                                SlotRef)
+                                ScriptString, SlotRef)
 from gs_cgen.render.decode import Backtrace, Dump, Event, ValueStatus
 from gs_cgen.render.values import ErrorValue
-from gs_cgen.render.text import format_dump, format_value, value_json, value_status
+from gs_cgen.render.text import escape_bytes, format_dump, format_value, value_json, value_status
 
 MISSING_ARG = "<MISSING_ARG>"
 _REASONS = {
@@ -97,6 +97,8 @@ def _piece(piece, event: Event) -> str:
             return piece
         case SlotRef(slot=slot, kind=kind):
             return format_value(event.values[slot], kind)
+        case ScriptString(value=value):
+            return f'"{escape_bytes(value, quoted=True)}"'
         case DumpRef(slot=slot, style=style):
             value = event.values[slot]
             if isinstance(value, Dump):

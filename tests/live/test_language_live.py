@@ -206,6 +206,11 @@ def test_let_bindings_and_block_scopes(target):
     assert trace_lines(target.pid, script) == ["n = 200", "207", "k = 7", "k = 1"]
 
 
+def test_a_script_string_variable_prints_like_a_c_string(target):
+    script = 'trace compute { let s = "say \\"hi\\""; print s; print "{}|{}", s, a; }'
+    assert trace_lines(target.pid, script) == ['s = "say \\"hi\\""', 'say "hi"|100']
+
+
 @pytest.mark.parametrize("body, position, message", [
     ("    let x = 1;\n    x = 2;\n", "3:5",
      "Assignment is not supported: variables are immutable. Use 'let a = ...' to bind once."),
