@@ -43,26 +43,38 @@ def _string_prefix(planner, call, a, b, length: int | None) -> ir.Scalar:
 
 def _memcmp(planner, call: ast.Call) -> ir.Scalar:
     a, b, *rest = call.args
-    hex_a, hex_b = _hex_bytes(a), _hex_bytes(b)
-    if hex_a is not None and hex_b is not None:
-        length = _literal_length(rest[0], call) if rest else len(hex_a)
-        return ir.Const(int(hex_a[:length] == hex_b[:length]))
-    if hex_a is not None or hex_b is not None:
-        pattern, other = (hex_a, b) if hex_a is not None else (hex_b, a)
-        length = _literal_length(rest[0], call) if rest else len(pattern)
-        if length > len(pattern):
-            raise PlanError(f"memcmp length {length} exceeds the {len(pattern)} hex bytes",
+    known = [(e, data) for e in (a, b) if (data := _known_bytes(planner, e)) is not None]
+    if not known:
+        if not rest:
+            raise PlanError("memcmp needs a length unless one side is hex(\"…\") or a string",
                             call.span)
-        if length == 0:
-            return ir.Const(1)
-        address = planner.string_address(planner.place(other), other)
-        return ir.BytesEqual(address, pattern[:length], "prefix")
-    if not rest:
-        raise PlanError("memcmp needs a length unless one side is hex(\"…\")", call.span)
-    left = planner.string_address(planner.place(a), a)
-    right = planner.string_address(planner.place(b), b)
-    length, _ = planner.integer(rest[0])
-    return ir.MemoryEqual(left, right, length, planner.compare_cap)
+        left = planner.string_address(planner.place(a), a)
+        right = planner.string_address(planner.place(b), b)
+        length, _ = planner.integer(rest[0])
+        return ir.MemoryEqual(left, right, length, planner.compare_cap)
+    length = _literal_length(rest[0], call) if rest else len(known[0][1])
+    for expr, data in known:
+        if length > len(data):
+            raise PlanError(f"memcmp length {length} exceeds the {len(data)} bytes of "
+                            f"'{expr.span.slice(planner.source_text)}'", call.span)
+    if len(known) == 2:
+        return ir.Const(int(known[0][1][:length] == known[1][1][:length]))
+    if length == 0:
+        return ir.Const(1)
+    other = b if known[0][0] is a else a
+    address = planner.string_address(planner.place(other), other)
+    return ir.BytesEqual(address, known[0][1][:length], "prefix")
+
+
+def _known_bytes(planner, expr: ast.Expr) -> bytes | None:
+    """Bytes known when the script is compiled: hex("…"), a string literal
+    or a script string variable; None for anything read at run time."""
+    found = _hex_bytes(expr)
+    if found is None and isinstance(expr, (ast.Name, ast.StringLiteral)):
+        place = planner.place(expr)
+        if isinstance(place, ir.StringPlace):
+            found = place.value
+    return found
 
 
 def _hex_bytes(expr: ast.Expr) -> bytes | None:

@@ -282,6 +282,19 @@ def test_memcmp_with_hex(target):
     assert trace_lines(target.pid, script) == expected + ["MAGIC"]
 
 
+def test_memcmp_with_a_script_string(target, types_bin):
+    # gdb: g_name = "Alice"
+    script = ('trace process { let who = "Ali"; '
+              'if memcmp(g_name, who, 3) { print "yes"; } '
+              'if memcmp(who, g_name, 2) { print "yes 2"; } '
+              'if memcmp(g_name, "Alx", 3) { print "no"; } }')
+    assert trace_lines(target.pid, script) == ["yes", "yes 2"]
+    result = gs_cgen("trace", "-t", str(types_bin), "--emit-c", "-s",
+                     'trace process { let who = "Ali"; if memcmp(g_name, who, 4) { } }')
+    assert result.returncode == 1
+    assert "memcmp length 4 exceeds the 3 bytes of 'who'" in result.stderr
+
+
 def test_c_string_equality_is_strict_about_the_nul(target):
     script, expected = printed("process", [
         ('name == "Alice"', "true"), ('name == "Ali"', "false"), ('name == "Alice!"', "false"),
