@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import require
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 
@@ -34,20 +36,7 @@ def _live_problem() -> str | None:
 
 @pytest.fixture(scope="session", autouse=True)
 def live_environment():
-    problem = _live_problem()
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run live tests, but: {problem}")
-        pytest.skip(problem)
-
-
-def require(problem: str | None) -> None:
-    """Skip a test whose prerequisite (a debug package, gdb, python3.11) is
-    missing; under CI=true fail instead, so green CI means it ran."""
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run this live test, but: {problem}")
-        pytest.skip(problem)
+    require(_live_problem())
 
 
 @pytest.fixture(scope="session")

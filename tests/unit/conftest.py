@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import require
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 SYMBOLS = FIXTURES / "symbols"
@@ -19,7 +21,7 @@ def symbols_lib(tmp_path_factory) -> str:
     """libsymbols.so: aliases, symbol versions, an IFUNC, an assembly
     function and one built without -g (recipe in tests/fixtures/symbols/lib.c)."""
     if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
+        require("gcc is not installed")
     out = tmp_path_factory.mktemp("symbols")
     nodebug = out / "nodebug.o"
     subprocess.run(["gcc", "-O1", "-fPIC", "-c", "-o", str(nodebug), str(SYMBOLS / "nodebug.c")],
@@ -44,4 +46,4 @@ def process_libc() -> str:
             path = line.split()[-1]
             if os.path.basename(path).startswith("libc.so"):
                 return os.path.realpath(path)
-    pytest.skip("this process maps no libc.so.6")
+    require("this process maps no libc.so.6")

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import require
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SOURCES = [FIXTURES / "dwarf_basic.c", FIXTURES / "dwarf_a" / "util.c", FIXTURES / "dwarf_b" / "util.c",
            FIXTURES / "dwarf_inline.c"]
@@ -33,7 +35,7 @@ _BREAK = re.compile(r"Breakpoint \d+ at (0x[0-9a-f]+): (?:file (.+), line (\d+)\
 @pytest.fixture(scope="session")
 def binaries(tmp_path_factory) -> dict[str, str]:
     if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
+        require("gcc is not installed")
     out = tmp_path_factory.mktemp("dwarf_bins")
     paths = {}
     for name, flags in VARIANTS.items():
@@ -48,7 +50,7 @@ def binaries(tmp_path_factory) -> dict[str, str]:
 def gdb_breaks():
     """gdb_breaks(binary, specs) -> {spec: (address, line or None)}."""
     if shutil.which("gdb") is None:
-        pytest.skip("gdb is not installed")
+        require("gdb is not installed")
     cache: dict[tuple[str, tuple[str, ...]], dict] = {}
 
     def run(binary: str, specs: tuple[str, ...]) -> dict[str, tuple[int, int | None]]:
@@ -70,7 +72,7 @@ def gdb_breaks():
 def gdb_text():
     """Raw `gdb -batch` output for a list of commands."""
     if shutil.which("gdb") is None:
-        pytest.skip("gdb is not installed")
+        require("gdb is not installed")
 
     def run(binary: str, *commands: str) -> str:
         args = ["gdb", "-nx", "-batch"]

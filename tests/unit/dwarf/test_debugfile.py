@@ -10,6 +10,8 @@ import subprocess
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.dwarf import debugfile
 from gs_cgen.dwarf.module import ModuleDebugInfo
 from gs_cgen.errors import DebugInfoError
@@ -25,7 +27,7 @@ def _run(*args, cwd=None):
 def split(tmp_path_factory):
     """{variant: (unstripped, debug file)} for -O0 and -O2."""
     if shutil.which("objcopy") is None or shutil.which("gcc") is None:
-        pytest.skip("needs gcc and binutils")
+        require("needs gcc and binutils")
     out = tmp_path_factory.mktemp("split")
     built = {}
     for variant in ("O0", "O2"):

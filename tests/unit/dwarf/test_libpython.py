@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.model import InRegister
 
@@ -33,7 +35,7 @@ def libpython():
             module = open_module(path)
             if module.has_debug_info:
                 return module
-    pytest.skip("no libpython3.11.so.1.0 with DWARF on this machine")
+    require("no libpython3.11.so.1.0 with DWARF on this machine")
 
 
 def test_find_function_is_lazy(libpython):
@@ -99,7 +101,7 @@ def test_a_function_inlined_into_itself_lists_its_parameters_once(libpython):
     with the same abstract origin). The inlined frame's hide the outer
     ones, as in C and in gdb's `info scope`."""
     if shutil.which("gdb") is None:
-        pytest.skip("gdb is not installed")
+        require("gdb is not installed")
     sites = libpython.find_functions("PyDict_SetItem")
     assert len(sites) == 2
     for site in sites:

@@ -9,6 +9,8 @@ import subprocess
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.symvers import Spelling, parse_spelling
@@ -148,7 +150,7 @@ def test_assembly_and_symbol_only_functions_have_no_variables(symbols_lib, gdb_b
 def libc():
     module = open_module(process_libc())
     if not module.has_debug_info:
-        pytest.skip("no debug info for libc.so.6 (install libc6-dbg)")
+        require("no debug info for libc.so.6 (install libc6-dbg)")
     return module
 
 

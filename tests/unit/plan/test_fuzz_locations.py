@@ -12,6 +12,8 @@ import sysconfig
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.dwarf import open_module
 from tests.locations_fuzz import fuzz
 
@@ -35,7 +37,7 @@ def _libpython() -> str | None:
 
 def _with_dwarf(path: str | None) -> str:
     if path is None or not os.path.exists(path) or not open_module(path).has_debug_info:
-        pytest.skip(f"{path or 'libpython3.11.so.1.0'}: not here or without DWARF")
+        require(f"{path or 'libpython3.11.so.1.0'}: not here or without DWARF")
     return path
 
 

@@ -10,6 +10,8 @@ import subprocess
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.model import (AtRegisterOffset, FunctionSite, GlobalVariable, InRegister, VariableKind,
                                  VisibleVariable)
@@ -89,17 +91,17 @@ def test_block_scopes_keep_the_innermost_variable_of_a_name():
 @pytest.fixture(scope="module")
 def libc():
     if not os.path.exists(LIBC) or not open_module(LIBC).has_debug_info:
-        pytest.skip("no libc.so.6 debug info (libc6-dbg)")
+        require("no libc.so.6 debug info (libc6-dbg)")
     module = open_module(LIBC)
     sites = module.find_functions("__mmap64")
     if len(sites) < 2:
-        pytest.skip("this glibc has one __mmap64 site")
+        require("this glibc has one __mmap64 site")
     return module
 
 
 def _gdb_scope(binary: str, address: int) -> str:
     if shutil.which("gdb") is None:
-        pytest.skip("gdb is not installed")
+        require("gdb is not installed")
     return subprocess.run(["gdb", "-nx", "-batch", "-ex", f"info scope *0x{address:x}", binary],
                           capture_output=True, text=True, check=True).stdout
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.model import InRegister, UnsupportedLocation
 from gs_cgen.info import describe
@@ -28,7 +30,7 @@ SIMD_ENTRY = "entry value in SIMD register xmm0 (not in pt_regs)"
 @pytest.fixture(scope="module")
 def float_param(tmp_path_factory):
     if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
+        require("gcc is not installed")
     binary = tmp_path_factory.mktemp("float") / "float_param"
     subprocess.run(["gcc", "-g", "-O2", "-fPIE", "-pie", "-o", str(binary), str(FIXTURE)],
                    check=True)
@@ -40,7 +42,7 @@ def float_param(tmp_path_factory):
 def test_fixture_really_has_the_shape_gdb_describes(float_param):
     """gdb is the oracle for what DWARF says at the probe PC."""
     if shutil.which("gdb") is None:
-        pytest.skip("gdb is not installed")
+        require("gdb is not installed")
     binary, line = float_param
     (site,) = open_module(binary).find_lines(FIXTURE.name, line)
     text = subprocess.run(["gdb", "-nx", "-batch", "-ex", f"info scope *0x{site.address:x}",

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.types import (ArrayType, BoolType, EnumType, FloatType, IntType, PointerType,
                                  TypedefType, type_name, type_size)
@@ -65,7 +67,7 @@ class Target:
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory) -> dict[str, Target]:
     if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
+        require("gcc is not installed")
     out = tmp_path_factory.mktemp("render_types")
     targets = {}
     for name, flags in BUILDS.items():

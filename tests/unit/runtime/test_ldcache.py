@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.runtime.ldcache import CacheFormatError, parse_cache, read_cache
 
 REAL_CACHE = Path("/etc/ld.so.cache")
@@ -25,7 +27,7 @@ def ldconfig_entries() -> list[tuple[str, str]]:
 
 def test_real_cache_matches_ldconfig():
     if not REAL_CACHE.exists() or shutil.which("ldconfig") is None:
-        pytest.skip("no glibc ld.so.cache on this machine")
+        require("no glibc ld.so.cache on this machine")
     cache = read_cache(str(REAL_CACHE))
     expected = ldconfig_entries()
     assert len(expected) > 10

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import require
+
 from gs_cgen.dwarf.dynamic import read_dynamic
 from gs_cgen.errors import DebugInfoError
 from gs_cgen.runtime.libraries import (CACHE_LABEL, DEFAULT_DIRS, LoaderEnvironment,
@@ -36,7 +38,7 @@ def tree(tmp_path_factory) -> Path:
        bin/app-narrow   RUNPATH $ORIGIN/../plain:$ORIGIN/../deps (not inherited)
        bin/app-gone     needs libgone.so, deleted after linking"""
     if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
+        require("gcc is not installed")
     root = tmp_path_factory.mktemp("closure")
     for folder in ("bin", "lib", "deps", "plain", "gone"):
         (root / folder).mkdir()
@@ -139,7 +141,7 @@ def test_not_an_elf_executable_is_an_error(tmp_path):
 def test_system_programs_match_ldd(program):
     path = shutil.which(program)
     if path is None:
-        pytest.skip(f"{program} is not installed")
+        require(f"{program} is not installed")
     path = _real_executable(path)
     closure = library_closure(path, loader_environment({}, "/"))
     assert closure.missing == ()
