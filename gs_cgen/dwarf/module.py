@@ -12,20 +12,18 @@ import os
 import struct
 
 from gs_cgen.dwarf.cache import open_index_cache
-from gs_cgen.dwarf.callsites import call_site_values
-from gs_cgen.dwarf.code import check_instruction_boundary, registers_written
+from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, EntryValue, InRegister,
-                                 OptimizedOut, StaticAddress, VariableLocation, register_name,
-                                 CodeLocation, FunctionSite, GlobalVariable, IfuncSymbol, LineSite,
+from gs_cgen.dwarf.model import (CodeLocation, FunctionSite, GlobalVariable, IfuncSymbol, LineSite,
                                  LoadSegment, UnsupportedLocation, VisibleVariable)
 from gs_cgen.dwarf.relocs import dynamic_relocations, dynamic_symbol_names, import_slots
-from gs_cgen.dwarf.scopes import ScopeContext, variable_at, visible_variables
+from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
+from gs_cgen.dwarf.scopes import ScopeContext, locate_die, variable_at, visible_variables
 from gs_cgen.dwarf.symvers import parse_spelling
 from gs_cgen.dwarf.sites import (function_probe_address, is_optimized_gcc, line_at, match_files,
                                  stmt_rows_for)
@@ -421,41 +419,22 @@ class ModuleDebugInfo:
         return hit
 
     def _resolved(self, hit, pc: int, found: list[VisibleVariable]) -> list[VisibleVariable]:
-        """What scopes.py cannot decide alone, decided with the ELF file:
-        entry values (is the register still intact?) and static addresses
-        (did the linker keep the object?)."""
-        written = None
+        """What scopes.py cannot decide alone, decided with the ELF file
+        (dwarf/resolve.py)."""
+        cu, function = hit
+        die = self._dwarf.die_at(function.die_offset)
+        resolver = LocationResolver(ResolveContext(
+            elf=self._elf, ranges=function.ranges, cu=cu,
+            callee_offsets={function.die_offset, _reference(die, "DW_AT_abstract_origin")} - {None},
+            reference=_reference, cfa=lambda: self._cfa_at(pc),
+            locate_die=lambda offset: locate_die(self._scope_context, die,
+                                                 self._dwarf.die_at(offset), pc)))
         out = []
         for variable in found:
-            location = variable.location
-            if isinstance(location, EntryValue):
-                if written is None:
-                    written = registers_written(self._elf, hit[1].ranges)
-                location = self._entry_value(hit, pc, location, written)
-            elif isinstance(location, (AtAddress, StaticAddress)) and \
-                    self._elf.segment_of(location.address) is None:
-                # ld leaves DW_OP_addr 0 (or a stale address) for discarded sections.
-                location = OptimizedOut(f"static address 0x{location.address:x} is outside the "
-                                        "module's loaded segments (discarded by the linker)")
+            location = resolver.resolve(variable.location)
             out.append(variable if location is variable.location
                        else dataclasses.replace(variable, location=location))
         return out
-
-    def _entry_value(self, hit, pc: int, entry: EntryValue, written) -> VariableLocation:
-        """The register itself when the function never writes it; else the
-        caller's DW_AT_call_value, chosen at run time by return address."""
-        reg, name = entry.dwarf_register, register_name(entry.dwarf_register)
-        if reg <= 16 and name not in written:
-            return InRegister(reg)
-        cu, function = hit
-        die = self._dwarf.die_at(function.die_offset)
-        callee = {function.die_offset, _reference(die, "DW_AT_abstract_origin")} - {None}
-        cases = call_site_values(cu, callee, reg, _reference, written)
-        cfa = self._cfa_at(pc)
-        if cases and isinstance(cfa, tuple):
-            return CallSiteValue(AtRegisterOffset(cfa[0], cfa[1] - 8), tuple(cases))
-        return OptimizedOut(f"entry value of {name}, which this function overwrites, and no "
-                            "call site says how it was computed")
 
     def find_global(self, name: str) -> GlobalVariable | None:
         """A global, file-scope static or function-level static."""

@@ -112,6 +112,22 @@ static __always_inline void gs_read_stack(struct pt_regs *ctx, __u8 *ev, __u32 s
 }
 
 /* `size` bytes at `addr`, sign- or zero-extended to 64 bits. */
+/* One part of a composite value, read into place. */
+static __always_inline int gs_read_part(__u8 *dst, __u32 size, __u64 addr,
+                                        __u8 *status, __u64 *failed_at)
+{
+    *failed_at = addr;
+    if (addr == 0) {
+        *status = GS_STATUS_NULL_DEREF;
+        return 1;
+    }
+    if (gs_read_user_helper(dst, size, (const void *)addr)) {
+        *status = GS_STATUS_READ_ERROR;
+        return 1;
+    }
+    return 0;
+}
+
 static __always_inline int gs_load(__u64 *out, __u64 addr, __u32 size, int is_signed,
                                    __u8 *status, __u64 *failed_at)
 {

@@ -9,7 +9,7 @@ from gs_cgen.emit import c
 from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
-from gs_cgen.plan.model import (BacktraceCapture, DumpCapture, EventTransport, IfStep,
+from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, DumpCapture, KnownBytesCapture, EventTransport, IfStep,
                                 MemoryCapture, NoCapture, Plan, PrintStep, ProbePlan,
                                 ScalarCapture, Step, StringCapture, ValueSlot)
 
@@ -197,6 +197,21 @@ def _emit_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
                     _emit_step(w, probe, inner)
 
 
+def _emit_pieces(w: CWriter, slot: ValueSlot, pieces, fail: str) -> None:
+    """Assemble a composite in the slot: memory parts are read in place,
+    value parts stored from the probe's computation."""
+    for piece in pieces:
+        data = f"{slot.data_offset} + {piece.offset}"
+        if piece.address is not None:
+            address = emit_scalar(w, piece.address, fail)
+            w.line(f"if (gs_read_part(ev + {data}, {piece.size}, {address}, &gs_st, &gs_fa))")
+            w.line(f"    goto {fail};")
+        else:
+            w.line(f"GS_STORE(ev, {slot.offset}, {data}, {piece.size}, "
+                   f"{emit_scalar(w, piece.value, fail)});")
+    w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
+
+
 def emit_capture(w: CWriter, slot: ValueSlot) -> None:
     """Fill one value slot; failures land on the slot's own label."""
     fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
@@ -214,6 +229,11 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
                 w.line(f"GS_STORE({where}, 8, {emit_scalar(w, v, fail)});")
             case MemoryCapture(address=a, size=size):
                 w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
+            case CompositeCapture(pieces=pieces):
+                _emit_pieces(w, slot, pieces, fail)
+            case KnownBytesCapture():
+                w.line(c.comment("known when planned: nothing to read"))
+                w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
             case StringCapture(pointer=p, cap=cap):
                 w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
             case BacktraceCapture(max_frames=frames):

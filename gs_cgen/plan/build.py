@@ -11,7 +11,10 @@ from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType,
 from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan import arith, ir
 from gs_cgen.plan.expr import ExprPlanner
-from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, ConditionCapture, DumpCapture, DumpRef,
+from gs_cgen.plan.locations import SYNTHETIC_POINTER
+from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, CompositeCapture,
+                                CompositePiece, ConditionCapture, DumpCapture, DumpRef,
+                                KnownBytesCapture,
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep, ScriptString,
                                 MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
@@ -194,6 +197,12 @@ class _ProbeBuilder:
                 return NoCapture(t, reason, gone), 0
             case ir.StringPlace():
                 raise PlanError("print a string literal as a format string", expr.span)
+            case ir.SyntheticPointerPlace(ctype=t):
+                return NoCapture(t, SYNTHETIC_POINTER, False), 0
+            case ir.KnownBytesPlace(data=data, ctype=t):
+                return KnownBytesCapture(data, t), 0
+            case ir.CompositePlace():
+                return _composite_capture(place)
             case ir.ValuePlace(value=v, ctype=t) | ir.BitFieldPlace(value=v, ctype=t):
                 if arith.is_string_type(t) and kind is not ast.FormatKind.POINTER:
                     return self._string(v, t)
@@ -234,6 +243,28 @@ class _ProbeBuilder:
     def _add_slot(self, capture: Capture, size: int, text: str, span) -> int:
         self.slots.append(_SlotSpec(capture, size, text, span))
         return len(self.slots) - 1
+
+
+def _composite_capture(place: ir.CompositePlace) -> tuple[Capture, int]:
+    """The whole of an object in pieces; one that is partly optimized out
+    is not printed as a whole (its available members can be)."""
+    missing = [p for p in place.parts if p.place is None]
+    if missing:
+        spans = ", ".join(f"bytes {p.offset}-{p.offset + p.size - 1}" for p in missing)
+        return NoCapture(place.ctype, f"partly optimized out ({spans})", True), 0
+    size = min(type_size(place.ctype), OBJECT_CAP)
+    pieces = []
+    for part in place.parts:
+        if part.offset >= size:
+            break
+        length = min(part.size, size - part.offset)
+        if isinstance(part.place, ir.MemoryPlace):
+            pieces.append(CompositePiece(part.offset, length, address=part.place.address))
+        elif isinstance(part.place, ir.ValuePlace) and length <= 8:
+            pieces.append(CompositePiece(part.offset, length, value=part.place.value))
+        else:
+            return NoCapture(place.ctype, "unsupported: a part of this value", False), 0
+    return CompositeCapture(tuple(pieces), place.ctype, size), size
 
 
 def _typed_read(place: ir.Place, expr: ast.Expr, kind: ast.FormatKind) -> ir.Place:

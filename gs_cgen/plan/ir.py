@@ -158,13 +158,51 @@ class StringPlace:
 
 
 @dataclass(frozen=True)
+class KnownBytesPlace:
+    """An object whose bytes are known at plan time (a DWARF constant wider
+    than 8 bytes)."""
+
+    data: bytes
+    ctype: CType
+
+
+@dataclass(frozen=True)
+class CompositePart:
+    """`size` bytes at byte `offset` of a composite object, held by `place`
+    (a MemoryPlace or a ValuePlace whose low bytes they are); None when this
+    part is optimized out."""
+
+    offset: int
+    size: int
+    place: "MemoryPlace | ValuePlace | None"
+
+
+@dataclass(frozen=True)
+class CompositePlace:
+    """An object split over registers, memory and constants (DW_OP_piece)."""
+
+    parts: tuple[CompositePart, ...]
+    ctype: CType
+
+
+@dataclass(frozen=True)
+class SyntheticPointerPlace:
+    """A pointer without a value (DW_OP_implicit_pointer): only what it
+    points to, `target`, can be read."""
+
+    target: "Place"
+    ctype: CType
+
+
+@dataclass(frozen=True)
 class UnavailablePlace:
     ctype: CType | None
     reason: str
     optimized_out: bool
 
 
-Place = MemoryPlace | ValuePlace | BitFieldPlace | StringPlace | UnavailablePlace
+Place = (MemoryPlace | ValuePlace | BitFieldPlace | StringPlace | KnownBytesPlace | CompositePlace
+         | SyntheticPointerPlace | UnavailablePlace)
 
 
 def scalar_children(node: Scalar) -> tuple[Scalar, ...]:

@@ -145,6 +145,35 @@ class NoCapture:
 
 
 @dataclass(frozen=True)
+class CompositePiece:
+    """`size` bytes at byte `offset` of a composite: read from target memory
+    at `address`, or the low bytes of `value` computed in the probe."""
+
+    offset: int
+    size: int
+    address: Scalar | None = None
+    value: Scalar | None = None
+
+
+@dataclass(frozen=True)
+class CompositeCapture:
+    """An object split over registers, memory and constants (DW_OP_piece),
+    assembled in the slot piece by piece."""
+
+    pieces: tuple[CompositePiece, ...]
+    ctype: CType
+    size: int
+
+
+@dataclass(frozen=True)
+class KnownBytesCapture:
+    """An object whose bytes are known at plan time: nothing to read."""
+
+    data: bytes
+    ctype: CType
+
+
+@dataclass(frozen=True)
 class ConditionCapture:
     """The error slot of an `if` condition (status and failing address only)."""
 
@@ -159,7 +188,7 @@ class BacktraceCapture:
 
 
 Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture
-           | ConditionCapture | BacktraceCapture)
+           | CompositeCapture | KnownBytesCapture | ConditionCapture | BacktraceCapture)
 
 
 def capture_scalars(capture: Capture) -> tuple[Scalar, ...]:
@@ -173,6 +202,9 @@ def capture_scalars(capture: Capture) -> tuple[Scalar, ...]:
             return (a, n)
         case StringCapture(pointer=p):
             return (p,)
+        case CompositeCapture(pieces=pieces):
+            return tuple(x for piece in pieces for x in (piece.address, piece.value)
+                         if x is not None)
     return ()
 
 

@@ -13,7 +13,8 @@ from enum import Enum
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.plan import arith
-from gs_cgen.plan.model import (BacktraceCapture, ConditionCapture, DumpCapture, MemoryCapture, NoCapture,
+from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DumpCapture,
+                                KnownBytesCapture, MemoryCapture, NoCapture,
                                 ProbePlan, ScalarCapture, StringCapture, ValueSlot)
 
 
@@ -114,6 +115,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
     if isinstance(capture, NoCapture):
         gone = ValueStatus.OPTIMIZED_OUT if capture.optimized_out else ValueStatus.UNAVAILABLE
         return values.error_value(gone, None, capture.reason, capture.ctype)
+    if isinstance(capture, KnownBytesCapture):
+        return values.decode_object(capture.ctype, capture.data)
     if status is not ValueStatus.OK:
         return values.error_value(status, address, None, slot.ctype)
     match capture:
@@ -126,6 +129,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         case MemoryCapture(ctype=ctype, size=size):
             return values.decode_object(ctype, data[:size], size < type_size(ctype),
                                         address=address)
+        case CompositeCapture(ctype=ctype, size=size):
+            return values.decode_object(ctype, data[:size], size < type_size(ctype))
         case StringCapture(ctype=ctype, cap=cap):
             # length counts the NUL; cap + 2 means the string went on past cap
             text = data[:max(min(length - 1, cap), 0)]

@@ -43,9 +43,8 @@ def test_fbreg_passes_frame_base_problem_through():
 
 @pytest.mark.parametrize("ops, culprit", [
     ([Op("DW_OP_entry_value", [[0x55]]), Op("DW_OP_stack_value", [])], "DW_OP_entry_value"),
-    ([Op("DW_OP_reg0", []), Op("DW_OP_piece", [4]), Op("DW_OP_reg1", []), Op("DW_OP_piece", [4])],
-     "DW_OP_piece"),
-    ([Op("DW_OP_breg6", [-8]), Op("DW_OP_deref", [])], "DW_OP_deref"),
+    ([Op("DW_OP_reg0", []), Op("DW_OP_reg1", []), Op("DW_OP_piece", [4])], "DW_OP_reg1"),
+    ([Op("DW_OP_breg6", [-8]), Op("DW_OP_deref_size", [16])], "DW_OP_deref_size"),
     ([Op("DW_OP_reg17", [])], "SIMD register xmm0"),
     ([Op("DW_OP_GNU_push_tls_address", [])], "DW_OP_GNU_push_tls_address"),
 ])
