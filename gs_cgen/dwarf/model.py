@@ -224,8 +224,8 @@ _INFIX = {"+", "-", "*", "&", "|", "^", "<<", ">>", ">>a", "/s", "%u",
           "==", "!=", "<s", "<=s", ">s", ">=s"}
 
 
-def expression_text(tree: tuple) -> str:
-    """A ValueExpression tree for people: `[rsp+8] + 4`, `rdi << 32`."""
+def expression_text(tree: tuple, inner: bool = False) -> str:
+    """A ValueExpression tree for people: `[rsp+8] + 4`, `(rdi << 32) | rsi`."""
     kind = tree[0]
     if kind == "const":
         return str(tree[1]) if -4096 < tree[1] < 4096 else f"0x{tree[1] & ((1 << 64) - 1):x}"
@@ -237,13 +237,14 @@ def expression_text(tree: tuple) -> str:
     if kind == "deref":
         return f"[{expression_text(tree[1])}]" + ("" if tree[2] == 8 else f":{tree[2]}")
     if kind == "convert":
-        return f"({'i' if tree[3] else 'u'}{8 * tree[2]}) {expression_text(tree[1])}"
+        return f"({'i' if tree[3] else 'u'}{8 * tree[2]}) {expression_text(tree[1], True)}"
     if kind == "entry":
         return f"{register_name(tree[1])}@entry"
     if kind in ("~", "neg", "abs"):
         return f"{'-' if kind == 'neg' else kind}({expression_text(tree[1])})"
     if kind in _INFIX:
-        return f"({expression_text(tree[1])} {kind} {expression_text(tree[2])})"
+        text = f"{expression_text(tree[1], True)} {kind} {expression_text(tree[2], True)}"
+        return f"({text})" if inner else text
     return str(tree)
 
 
