@@ -21,6 +21,7 @@ _ATE_GNU_COMPLEX_INT = 0x80
 _ATE_SIGNED = (0x05, 0x06, 0x0D)            # signed, signed_char, signed_fixed
 _ATE_CHARS = (0x06, 0x08, 0x10)             # signed_char, unsigned_char, UTF
 _COMPLEX_PREFIXES = ("complex ", "_Complex ", "__complex__ ")
+_CHAR_NAMES = ("char", "signed char", "unsigned char", "char8_t")
 
 _QUALIFIERS = {
     "DW_TAG_const_type": "const",
@@ -139,9 +140,9 @@ def _base_type(die) -> CType:
                                           and name.startswith(_COMPLEX_PREFIXES)):
         return ComplexType(name, size, _complex_part(name, size, encoding))
     # char16_t/char32_t (DW_ATE_UTF) are characters but not bytes of a C
-    # string: only 1-byte character types read as strings.
-    is_char = size == 1 and (encoding in _ATE_CHARS or name in ("char", "signed char",
-                                                                "unsigned char"))
+    # string: only 1-byte character types read as strings (gcc 12 gives
+    # C++20's char8_t DW_ATE_unsigned, so its name decides).
+    is_char = size == 1 and (encoding in _ATE_CHARS or name in _CHAR_NAMES)
     return IntType(name, size, encoding in _ATE_SIGNED, is_char)
 
 

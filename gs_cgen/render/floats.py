@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import struct
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
@@ -60,6 +61,9 @@ _BINARY = {
     FloatFormat.X87_EXTENDED: _Binary(15, 64, explicit_integer_bit=True),
     FloatFormat.BINARY128: _Binary(15, 112),
 }
+# The formats Python's float decodes itself (binary32 widens to binary64
+# exactly): the fast path for the common case.
+_NATIVE = {FloatFormat.BINARY32: "<f", FloatFormat.BINARY64: "<d"}
 # (bytes, exponent bits, bias, largest canonical coefficient): IEEE 754-2008 3.5.2.
 _DECIMAL = {
     FloatFormat.DECIMAL32: (4, 8, 101, 10**7 - 1),
@@ -143,23 +147,44 @@ def is_negative(raw: bytes, fmt: FloatFormat) -> bool:
 
 
 def to_double(raw: bytes, fmt: FloatFormat) -> float:
-    """The nearest Python float (inf and nan keep their sign)."""
+    """The nearest Python float; inf and NaN keep their sign, and values
+    beyond binary64's range become inf."""
+    if fmt in _NATIVE:
+        return struct.unpack_from(_NATIVE[fmt], raw)[0]
+    sign = -1.0 if is_negative(raw, fmt) else 1.0
     value = exact_value(raw, fmt)
-    negative = is_negative(raw, fmt)
     if value is None:
-        kind = decode_binary(raw, fmt).kind if fmt in _BINARY else None
-        special = math.inf if kind is FloatKind.INFINITE or (
-            fmt in _DECIMAL and decode_decimal(raw, fmt).is_infinite()) else math.nan
-        return -special if negative else special
+        return math.copysign(math.inf if _is_infinite(raw, fmt) else math.nan, sign)
     try:
-        number = float(value)
+        number = float(abs(value))
     except OverflowError:
-        number = math.inf if value > 0 else -math.inf
-    return math.copysign(number, -1.0 if negative else 1.0)
+        number = math.inf
+    return math.copysign(number, sign)
+
+
+def exact_double(raw: bytes, fmt: FloatFormat) -> float | None:
+    """The finite double equal to the value, or None when none is (a long
+    double's extra digits, a decimal 0.1, inf, NaN)."""
+    number = to_double(raw, fmt)
+    if not math.isfinite(number):
+        return None
+    if fmt in _NATIVE or Fraction(number) == exact_value(raw, fmt):
+        return number
+    return None
+
+
+def _is_infinite(raw: bytes, fmt: FloatFormat) -> bool:
+    if fmt in _DECIMAL:
+        return decode_decimal(raw, fmt).is_infinite()
+    return decode_binary(raw, fmt).kind is FloatKind.INFINITE
 
 
 def c_g_text(raw: bytes, fmt: FloatFormat) -> str:
     """C's `printf("%g")` of the value; glibc prints a negative NaN `-nan`."""
+    if fmt in _NATIVE:
+        number = struct.unpack_from(_NATIVE[fmt], raw)[0]
+        if not math.isnan(number):
+            return "%g" % number      # Python rounds exactly as glibc does
     value = decode_binary(raw, fmt)
     sign = "-" if value.negative else ""
     if value.kind is FloatKind.NAN or value.kind is FloatKind.INVALID:

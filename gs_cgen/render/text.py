@@ -7,9 +7,6 @@ typed, so this module does not import it) until decode.py produces
 """
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 from gs_cgen.dwarf.types import (CType, FloatFormat, PointerType, StructType, strip,
                                  type_name, type_size)
 from gs_cgen.render import floats
@@ -95,11 +92,8 @@ def value_json(value: Value) -> object:
         case FloatValue(raw=raw, format=fmt):
             # A number where a JSON (binary64) number holds the value exactly;
             # else, and for inf/nan (no JSON literal), the text form.
-            exact = floats.exact_value(raw, fmt)
-            number = value.number
-            if exact is not None and math.isfinite(number) and Fraction(number) == exact:
-                return number
-            return float_text(value)
+            number = floats.exact_double(raw, fmt)
+            return float_text(value) if number is None else number
         case ComplexValue(real=real, imag=imag):
             return {"real": value_json(real), "imag": value_json(imag)}
         case EnumValue():
@@ -252,8 +246,8 @@ def _integer_text(value: Value, kind: FormatKind) -> str:
 
 
 def _significant_width(value: Value) -> int:
-    """Bytes `{:x}` shows: the type's, but an x87 long double's 10 (gdb's
-    `print/x` too; the other 6 are padding)."""
+    """Bytes `{:x}` shows: the type's, but of an x87 long double only the
+    10 that hold the value (gdb's `print/x` shows the 6 padding bytes too)."""
     if value.ctype is None:
         return 8
     if isinstance(value, FloatValue):
