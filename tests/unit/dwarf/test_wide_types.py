@@ -12,7 +12,7 @@ import pytest
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, FloatFormat, FloatType,
-                                 IntType, PointerType, StructType, TypedefType, VectorType,
+                                 IntType, PointerType, TypedefType, VectorType,
                                  strip, type_name, type_size)
 from tests.prerequisites import require
 from tests.unit.conftest import FIXTURES
@@ -49,7 +49,8 @@ def test_long_double_is_16_bytes_holding_x87_extended(module):
 @pytest.mark.parametrize("name, part", [
     ("g_cf", FloatType("float", 4)), ("g_cd", FloatType("double", 8)),
     ("g_cld", FloatType("long double", 16)),
-    ("g_cq", FloatType("_Float128", 16, FloatFormat.BINARY128))])
+    ("g_cq", FloatType("_Float128", 16, FloatFormat.BINARY128)),
+    ("g_ci", IntType("int", 4, True))])      # gcc: DW_ATE_lo_user, named "complex int"
 def test_complex_types_have_their_part_type(module, name, part):
     ctype = _type(module, name)
     assert isinstance(ctype, ComplexType) and ctype.part == part
