@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType, FloatType,
-                                 IntType, PointerType, QualifiedType, StructMember, StructType,
-                                 TypedefType, VectorType, strip, type_size)
+from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType,
+                                 FloatFormat, FloatType, IntType, PointerType, QualifiedType,
+                                 StructMember, StructType, TypedefType, VectorType, strip,
+                                 type_size)
 from gs_cgen.render import floats
 from gs_cgen.render.decode import ValueStatus
 
@@ -50,7 +51,7 @@ class FloatValue:
     raw: bytes
 
     @property
-    def format(self):
+    def format(self) -> FloatFormat:
         return strip(self.ctype).format
 
     @property
