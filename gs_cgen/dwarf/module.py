@@ -46,6 +46,9 @@ _GCC_BASE_NAMES = {
     "long": "long int", "unsigned long": "long unsigned int",
     "long long": "long long int", "unsigned long long": "long long unsigned int",
     "bool": "_Bool",
+    "unsigned __int128": "__int128 unsigned", "signed __int128": "__int128",
+    "_Complex float": "complex float", "_Complex double": "complex double",
+    "_Complex long double": "complex long double",
 }
 
 

@@ -16,7 +16,16 @@ VOID = VoidType()
 
 
 def is_integer(ctype: CType | None) -> bool:
-    return isinstance(strip(ctype), (IntType, BoolType, EnumType)) if ctype else False
+    """An integer the probe computes with: at most 64 bits (its registers'
+    width); `__int128` is printed from memory but takes no part in arithmetic."""
+    if ctype is None or is_wide_integer(ctype):
+        return False
+    return isinstance(strip(ctype), (IntType, BoolType, EnumType))
+
+
+def is_wide_integer(ctype: CType | None) -> bool:
+    base = strip(ctype) if ctype else None
+    return isinstance(base, IntType) and base.size > 8
 
 
 def is_pointer(ctype: CType | None) -> bool:

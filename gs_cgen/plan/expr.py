@@ -7,9 +7,9 @@ follow C (plan/arith.py); pointer arithmetic scales by the pointee size.
 from __future__ import annotations
 
 from gs_cgen.dwarf.model import VariableLocation
-from gs_cgen.dwarf.types import (ArrayType, CType, FloatType, FunctionType, PointerType,
-                                 StructType,
-                                 VoidType, strip, type_name, type_size)
+from gs_cgen.dwarf.types import (ArrayType, ComplexType, CType, FloatType, FunctionType,
+                                 PointerType, StructType, VectorType, VoidType, strip, type_name,
+                                 type_size)
 from gs_cgen.errors import PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
 from gs_cgen.plan import ir
@@ -156,13 +156,15 @@ class ExprPlanner:
         index, index_type = self.value(self.place(expr.index), expr.index)
         if not arith.is_integer(index_type):
             raise PlanError("an index must be an integer", expr.index.span)
-        if isinstance(base, ir.UnavailablePlace) and isinstance(ctype, (ArrayType, PointerType)):
-            return _unavailable(base, ctype.element if isinstance(ctype, ArrayType) else ctype.target)
+        if isinstance(base, ir.UnavailablePlace) and isinstance(ctype, (ArrayType, VectorType,
+                                                                         PointerType)):
+            return _unavailable(base, ctype.target if isinstance(ctype, PointerType)
+                                else ctype.element)
         if isinstance(base, ir.SyntheticPointerPlace):
             base, ctype = base.target, ArrayType(ctype.target, None)
-        if isinstance(ctype, ArrayType) and not isinstance(base, ir.MemoryPlace):
+        if isinstance(ctype, (ArrayType, VectorType)) and not isinstance(base, ir.MemoryPlace):
             return self._part_element(base, ctype.element, index, expr)
-        if isinstance(ctype, ArrayType) and isinstance(base, ir.MemoryPlace):
+        if isinstance(ctype, (ArrayType, VectorType)) and isinstance(base, ir.MemoryPlace):
             start, element = base.address, ctype.element
         elif isinstance(ctype, PointerType):
             pointer, _ = self.value(base, expr.base)
@@ -322,13 +324,28 @@ class ExprPlanner:
         return place.ctype
 
     def _require_integer(self, ctype: CType, expr: ast.Expr) -> None:
-        if isinstance(strip(ctype), FloatType):
-            raise PlanError(f"'{self._text(expr)}' is a {type_name(ctype)}: floating-point "
-                            "arithmetic is not supported (eBPF has no floating point); "
-                            "print the value itself", expr.span)
+        self._refuse_wide(ctype, expr)
         if not arith.is_integer(ctype):
             raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not an "
                             "integer", expr.span)
+
+    def _refuse_wide(self, ctype: CType, expr: ast.Expr) -> None:
+        """Values the probe can print but not compute with: it has 64-bit
+        integer registers only."""
+        base, what = strip(ctype), f"'{self._text(expr)}' is a {type_name(ctype)}"
+        if isinstance(base, FloatType):
+            raise PlanError(f"{what}: floating-point arithmetic is not supported (eBPF has no "
+                            "floating point); print the value itself", expr.span)
+        if arith.is_wide_integer(base):
+            raise PlanError(f"{what}: {8 * base.size}-bit integers cannot take part in "
+                            "arithmetic or comparisons (the probe computes in 64 bits); "
+                            "print the value itself", expr.span)
+        if isinstance(base, ComplexType):
+            raise PlanError(f"{what}: complex arithmetic is not supported; print the value "
+                            "itself", expr.span)
+        if isinstance(base, VectorType):
+            raise PlanError(f"{what}: vector arithmetic is not supported; print the vector or "
+                            f"one element ({self._text(expr)}[0])", expr.span)
 
     # ---------------------------------------------------- scalar values
     def value(self, place: ir.Place, expr: ast.Expr) -> tuple[ir.Scalar, CType]:
@@ -355,8 +372,7 @@ class ExprPlanner:
         ctype, base = place.ctype, strip(place.ctype)
         if isinstance(base, ArrayType):
             return place.address, arith.pointer_to(base.element)
-        if isinstance(strip(ctype), FloatType):
-            self._require_integer(ctype, expr)
+        self._refuse_wide(ctype, expr)
         if not arith.is_scalar(ctype):
             raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not a number "
                             "or pointer", expr.span)

@@ -46,7 +46,9 @@ class LocationPlanner:
 
     def place(self, location: VariableLocation, ctype: CType) -> ir.Place:
         size = type_size(ctype)
-        if size > 8 and isinstance(location, _VALUE_LOCATIONS):
+        unreadable = isinstance(location, InRegister) and \
+            register_name(location.dwarf_register) not in PT_REGS_FIELD
+        if size > 8 and not unreadable and isinstance(location, _VALUE_LOCATIONS):
             # A register or DWARF stack value holds 8 bytes; the rest of a
             # bigger object is not there (it would need DW_OP_piece).
             return ir.UnavailablePlace(ctype, f"unsupported: a {size}-byte {type_name(ctype)} "

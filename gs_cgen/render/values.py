@@ -12,13 +12,14 @@ what is present and carry `truncated=True`, which renders as a trailing
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from enum import Enum
 
-from gs_cgen.dwarf.types import (ArrayType, BoolType, CType, EnumType, FloatType, IntType,
-                                 PointerType, QualifiedType, StructMember, StructType,
-                                 TypedefType, strip, type_size)
+from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType,
+                                 FloatFormat, FloatType, IntType, PointerType, QualifiedType,
+                                 StructMember, StructType, TypedefType, VectorType, strip,
+                                 type_size)
+from gs_cgen.render import floats
 from gs_cgen.render.decode import ValueStatus
 
 MAX_DEPTH = 4   # docs/rendering.md: structs nested deeper than 4 render `{...}`
@@ -26,7 +27,7 @@ MAX_DEPTH = 4   # docs/rendering.md: structs nested deeper than 4 render `{...}`
 
 class UnknownReason(Enum):
     DEPTH_LIMIT = "depth_limit"      # a struct/union beyond MAX_DEPTH: `{...}`
-    UNSUPPORTED = "unsupported"      # long double, complex, void: `<UNKNOWN_TYPE_N_BYTES>`
+    UNSUPPORTED = "unsupported"      # imaginary floats, void: `<unsupported type NAME: bytes>`
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,29 @@ class BoolValue:
 
 @dataclass(frozen=True)
 class FloatValue:
+    """A binary or decimal float of any width, kept as its bytes (a Python
+    float cannot hold long double or _Float128); render/floats.py reads them."""
+
     ctype: CType
-    number: float
+    raw: bytes
+
+    @property
+    def format(self) -> FloatFormat:
+        return strip(self.ctype).format
+
+    @property
+    def number(self) -> float:
+        """The nearest double."""
+        return floats.to_double(self.raw, self.format)
+
+
+@dataclass(frozen=True)
+class ComplexValue:
+    """`real + imag·i`, each part decoded as the complex type's part type."""
+
+    ctype: CType
+    real: "Value"
+    imag: "Value"
 
 
 @dataclass(frozen=True)
@@ -100,14 +122,11 @@ class UnknownValue:
     ctype: CType
     reason: UnknownReason
     size: int
+    data: bytes = b""                # the object's bytes, shown in hex
 
 
-Value = (IntValue | BoolValue | FloatValue | EnumValue | PointerValue | StringValue
-         | StructValue | ArrayValue | ErrorValue | UnknownValue)
-
-# struct module formats for the float widths Python can decode exactly
-# (_Float16, float, double); x87 long double and complex stay unknown.
-_FLOAT_FORMATS = {2: "<e", 4: "<f", 8: "<d"}
+Value = (IntValue | BoolValue | FloatValue | ComplexValue | EnumValue | PointerValue
+         | StringValue | StructValue | ArrayValue | ErrorValue | UnknownValue)
 
 
 def decode_object(ctype: CType, data: bytes, truncated: bool = False, *,
@@ -167,6 +186,8 @@ def _decode(ctype: CType, data: bytes, cut: bool, address: int | None, depth: in
         return _struct(ctype, base, data, address, depth)
     if isinstance(base, ArrayType):
         return _array(ctype, base, data, cut, address, depth)
+    if isinstance(base, VectorType):
+        return _vector(ctype, base, data, depth)
     return _scalar(ctype, base, data)
 
 
@@ -185,17 +206,13 @@ def _scalar(ctype: CType, base: CType, data: bytes) -> Value:
             return EnumValue(ctype, number, _enumerator(base, number))
         case PointerType():
             return PointerValue(ctype, int.from_bytes(raw, "little"))
-        case FloatType():
-            return _float(ctype, base, raw)
-    return UnknownValue(ctype, UnknownReason.UNSUPPORTED, size)
-
-
-def _float(ctype: CType, base: FloatType, raw: bytes) -> Value:
-    fmt = _FLOAT_FORMATS.get(base.size)
-    # DW_ATE_complex_float / decimal_float share FloatType but not IEEE binary layout.
-    if fmt is None or "complex" in base.name or "Decimal" in base.name:
-        return UnknownValue(ctype, UnknownReason.UNSUPPORTED, base.size)
-    return FloatValue(ctype, struct.unpack(fmt, raw)[0])
+        case FloatType(format=fmt) if floats.is_decodable(fmt):
+            return FloatValue(ctype, raw)
+        case ComplexType(part=part):
+            half = type_size(part)
+            return ComplexValue(ctype, _scalar(part, strip(part), raw[:half]),
+                                _scalar(part, strip(part), raw[half:]))
+    return UnknownValue(ctype, UnknownReason.UNSUPPORTED, size, raw)
 
 
 def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
@@ -271,6 +288,17 @@ def _array(ctype: CType, base: ArrayType, data: bytes, cut: bool, address: int |
         for i in range(shown))
     truncated = len(data) < count * step or (base.count is None and cut)
     return ArrayValue(ctype, elements, truncated)
+
+
+def _vector(ctype: CType, base: VectorType, data: bytes, depth: int) -> Value:
+    """Every element, like an array's; a vector of chars is numbers, not text
+    (gdb prints `{97, 98, …}`). Vectors live in registers whole, so a partial
+    copy shows only the complete elements."""
+    step = type_size(base.element)
+    shown = min(base.count, len(data) // step) if step else 0
+    elements = tuple(_decode(base.element, data[i * step:(i + 1) * step], False, None, depth)
+                     for i in range(shown))
+    return ArrayValue(ctype, elements, shown < base.count)
 
 
 def _char_array(ctype: CType, base: ArrayType, data: bytes, cut: bool,
