@@ -246,25 +246,28 @@ class _ProbeBuilder:
 
 
 def _composite_capture(place: ir.CompositePlace) -> tuple[Capture, int]:
-    """The whole of an object in pieces; one that is partly optimized out
-    is not printed as a whole (its available members can be)."""
-    missing = [p for p in place.parts if p.place is None]
-    if missing:
-        spans = ", ".join(f"bytes {p.offset}-{p.offset + p.size - 1}" for p in missing)
-        return NoCapture(place.ctype, f"partly optimized out ({spans})", True), 0
+    """The whole of an object in pieces; the parts the compiler left out
+    are gaps the renderer shows as `<OPTIMIZED_OUT>` members."""
+    if all(part.place is None for part in place.parts):
+        return NoCapture(place.ctype, "optimized out", True), 0
     size = min(type_size(place.ctype), OBJECT_CAP)
-    pieces = []
+    pieces, gaps = [], []
     for part in place.parts:
         if part.offset >= size:
             break
         length = min(part.size, size - part.offset)
-        if isinstance(part.place, ir.MemoryPlace):
+        if part.place is None:
+            gaps.append((part.offset, part.offset + length))
+        elif isinstance(part.place, ir.MemoryPlace):
             pieces.append(CompositePiece(part.offset, length, address=part.place.address))
         elif isinstance(part.place, ir.ValuePlace) and length <= 8:
             pieces.append(CompositePiece(part.offset, length, value=part.place.value))
         else:
             return NoCapture(place.ctype, "unsupported: a part of this value", False), 0
-    return CompositeCapture(tuple(pieces), place.ctype, size), size
+    covered = sum(p.size for p in place.parts)
+    if covered < size:
+        gaps.append((covered, size))                  # DWARF described only the start
+    return CompositeCapture(tuple(pieces), place.ctype, size, tuple(gaps)), size
 
 
 def _typed_read(place: ir.Place, expr: ast.Expr, kind: ast.FormatKind) -> ir.Place:

@@ -163,6 +163,7 @@ class CompositeCapture:
     pieces: tuple[CompositePiece, ...]
     ctype: CType
     size: int
+    gaps: tuple[tuple[int, int], ...] = ()     # [start, end) bytes optimized out
 
 
 @dataclass(frozen=True)

@@ -129,8 +129,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         case MemoryCapture(ctype=ctype, size=size):
             return values.decode_object(ctype, data[:size], size < type_size(ctype),
                                         address=address)
-        case CompositeCapture(ctype=ctype, size=size):
-            return values.decode_object(ctype, data[:size], size < type_size(ctype))
+        case CompositeCapture(ctype=ctype, size=size, gaps=gaps):
+            return values.decode_object(ctype, data[:size], size < type_size(ctype), gaps=gaps)
         case StringCapture(ctype=ctype, cap=cap):
             # length counts the NUL; cap + 2 means the string went on past cap
             text = data[:max(min(length - 1, cap), 0)]

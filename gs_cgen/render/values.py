@@ -129,16 +129,29 @@ Value = (IntValue | BoolValue | FloatValue | ComplexValue | EnumValue | PointerV
          | StringValue | StructValue | ArrayValue | ErrorValue | UnknownValue)
 
 
+# [start, end) byte ranges of an object that hold no value (pieces the
+# compiler left out): members and elements there are optimized out.
+Gaps = tuple[tuple[int, int], ...]
+
+
 def decode_object(ctype: CType, data: bytes, truncated: bool = False, *,
-                  address: int | None = None) -> Value:
+                  address: int | None = None, gaps: Gaps = ()) -> Value:
     """Decode an object of `ctype` from its bytes as laid out in memory.
 
     `data` may be shorter than the type (capped copy); `truncated` says the
     copy was capped even when that is not visible from the length (a
-    flexible array). `address`, when known, is kept for `{:p}` on strings."""
+    flexible array). `address`, when known, is kept for `{:p}` on strings.
+    Scalars overlapping `gaps` are `<OPTIMIZED_OUT>`, as gdb prints the
+    missing members of a struct that is partly in registers."""
     data = bytes(data)
     cut = truncated or len(data) < type_size(ctype)
-    return _decode(ctype, data, cut, address, 0)
+    return _decode(ctype, data, cut, address, 0, gaps)
+
+
+def _within(gaps: Gaps, start: int, size: int) -> Gaps:
+    """The gaps that overlap [start, start + size), relative to start."""
+    return tuple((max(lo, start) - start, min(hi, start + size) - start)
+                 for lo, hi in gaps if lo < start + size and start < hi)
 
 
 def decode_cstring(ctype: CType, address: int, data: bytes, truncated: bool) -> Value:
@@ -179,13 +192,16 @@ def error_value(status: ValueStatus, address: int | None = None, detail: str | N
     return ErrorValue(status, address, detail, ctype)
 
 
-def _decode(ctype: CType, data: bytes, cut: bool, address: int | None, depth: int) -> Value:
+def _decode(ctype: CType, data: bytes, cut: bool, address: int | None, depth: int,
+            gaps: Gaps = ()) -> Value:
     # `cut`: the bytes end at the cap, so a missing tail means "truncated".
     base = strip(ctype)
     if isinstance(base, StructType):
-        return _struct(ctype, base, data, address, depth)
-    if isinstance(base, ArrayType):
-        return _array(ctype, base, data, cut, address, depth)
+        return _struct(ctype, base, data, address, depth, gaps)
+    if isinstance(base, ArrayType) and not (gaps and _is_char(base.element)):
+        return _array(ctype, base, data, cut, address, depth, gaps)
+    if gaps:
+        return error_value(ValueStatus.OPTIMIZED_OUT, ctype=ctype)
     if isinstance(base, VectorType):
         return _vector(ctype, base, data, depth)
     return _scalar(ctype, base, data)
@@ -216,7 +232,7 @@ def _scalar(ctype: CType, base: CType, data: bytes) -> Value:
 
 
 def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
-            depth: int) -> Value:
+            depth: int, gaps: Gaps = ()) -> Value:
     if depth >= MAX_DEPTH:
         return UnknownValue(ctype, UnknownReason.DEPTH_LIMIT, base.size)
     fields: list[tuple[str, Value]] = []
@@ -225,7 +241,7 @@ def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
         if not _present(member, data):
             truncated = True
             continue
-        value = _member(member, data, address, depth + 1)
+        value = _member(member, data, address, depth + 1, gaps)
         if member.name is not None:
             fields.append((member.name, value))
         elif isinstance(value, StructValue):     # anonymous struct/union: flatten
@@ -235,15 +251,18 @@ def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
     return StructValue(ctype, tuple(fields), truncated)
 
 
-def _member(member: StructMember, data: bytes, address: int | None, depth: int) -> Value:
+def _member(member: StructMember, data: bytes, address: int | None, depth: int,
+            gaps: Gaps = ()) -> Value:
     if member.bit_size is not None:
+        if _within(gaps, member.offset, _bitfield_bytes(member)):
+            return error_value(ValueStatus.OPTIMIZED_OUT, ctype=member.type)
         return _bitfield(member, data)
     size = type_size(member.type)
     piece = data[member.offset:member.offset + size]
     at = None if address is None else address + member.offset
     # Anonymous members are spliced into their parent: no extra nesting level.
     return _decode(member.type, piece, len(piece) < size, at,
-                   depth - 1 if member.name is None else depth)
+                   depth - 1 if member.name is None else depth, _within(gaps, member.offset, size))
 
 
 def _present(member: StructMember, data: bytes) -> bool:
@@ -271,7 +290,7 @@ def _bitfield(member: StructMember, data: bytes) -> Value:
 
 
 def _array(ctype: CType, base: ArrayType, data: bytes, cut: bool, address: int | None,
-           depth: int) -> Value:
+           depth: int, gaps: Gaps = ()) -> Value:
     if _is_char(base.element):
         return _char_array(ctype, base, data, cut, address)
     step = type_size(base.element)
@@ -284,7 +303,8 @@ def _array(ctype: CType, base: ArrayType, data: bytes, cut: bool, address: int |
         shown += 1                                  # a partial last struct still helps
     elements = tuple(
         _decode(base.element, data[i * step:(i + 1) * step], len(data) < (i + 1) * step,
-                None if address is None else address + i * step, depth)
+                None if address is None else address + i * step, depth,
+                _within(gaps, i * step, step))
         for i in range(shown))
     truncated = len(data) < count * step or (base.count is None and cut)
     return ArrayValue(ctype, elements, truncated)
