@@ -28,6 +28,7 @@ from elftools.dwarf.dwarf_expr import DW_OP_opcode2name, DWARFExprParser
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, EntryValue, ImplicitValue,
                                  InRegister, OptimizedOut, StaticAddress, UnsupportedLocation,
                                  VariableLocation, register_name)
+from gs_cgen.dwarf.tls import tls_location
 
 FIRST_SIMD_REGISTER = 17       # xmm0 in the x86_64 psABI DWARF numbering
 LAST_SIMD_REGISTER = 32
@@ -186,6 +187,8 @@ def translate_ops(ops, frame_base: FrameBase) -> VariableLocation:
     """The location a parsed expression (list of DWARFExprOp) describes."""
     if not ops:
         return OptimizedOut("optimized out")
+    if (thread_local := tls_location(ops)) is not None:     # __thread: dwarf/tls.py
+        return thread_local
     try:
         return _Evaluation(ops, frame_base).run()
     except _Stop as stop:

@@ -7,8 +7,9 @@ follow C (plan/arith.py); pointer arithmetic scales by the pointee size.
 from __future__ import annotations
 
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, ImplicitValue,
-                                 InRegister, OptimizedOut, StaticAddress, UnsupportedLocation,
-                                 VariableLocation, describe_location, register_name)
+                                 InRegister, OptimizedOut, StaticAddress, ThreadLocal,
+                                 UnsupportedLocation, VariableLocation, describe_location,
+                                 register_name)
 from gs_cgen.dwarf.types import (ArrayType, CType, FloatType, FunctionType, PointerType,
                                  StructType,
                                  VoidType, strip, type_name, type_size)
@@ -16,7 +17,7 @@ from gs_cgen.errors import PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
 from gs_cgen.plan import ir
 from gs_cgen.plan.builtins import plan_builtin
-from gs_cgen.plan.model import module_cookie
+from gs_cgen.plan.model import THREAD_POINTER_NOT_READ, ThreadPointer, module_cookie
 from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope
 from gs_cgen.script import ast
 
@@ -41,8 +42,10 @@ class ExprPlanner:
 
     def __init__(self, module, modules, site_scope: SiteScope, where: str, input_pid: int | None,
                  compare_cap: int, source_text: str, probe_address: int = 0,
-                 no_variables: str | None = None) -> None:
+                 no_variables: str | None = None,
+                 thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ) -> None:
         self.module, self.modules, self.where = module, modules, where
+        self.thread_pointer = thread_pointer
         self.site_scope = site_scope
         self.probe_address = probe_address
         self.no_variables = no_variables     # why the site has no DWARF variables
@@ -103,7 +106,7 @@ class ExprPlanner:
         found = self.modules.find_global(ident, self.module)
         if found is not None:
             owner, glob = found
-            return ir.MemoryPlace(self.static_address(glob.address, owner), glob.type)
+            return self.location_place(glob.location, glob.type, owner)
         var = self.site_scope.elsewhere.get(ident)
         if var is not None:
             # In scope at another site of this block: absent here, not an error.
@@ -122,10 +125,11 @@ class ExprPlanner:
         cookie = module_cookie(owner.path, owner.build_id)
         return ir.ModuleAddress(cookie, owner.section_of(address), address)
 
-    def location_place(self, location: VariableLocation, ctype: CType) -> ir.Place:
-        """The place of a DWARF variable: total over VariableLocation, so a
-        location or type the probe cannot read is an UnavailablePlace with
-        the reason, never an error that fails the script."""
+    def location_place(self, location: VariableLocation, ctype: CType, owner=None) -> ir.Place:
+        """The place of a DWARF variable of module `owner` (default: the
+        probe's): total over VariableLocation, so a location or type the
+        probe cannot read is an UnavailablePlace with the reason, never an
+        error that fails the script."""
         size = type_size(ctype)
         if size > 8 and isinstance(location, (InRegister, ImplicitValue, StaticAddress,
                                               CallSiteValue)):
@@ -152,9 +156,11 @@ class ExprPlanner:
                 address = ir.BinaryOp("+", ir.RegisterValue(field), ir.Const(offset), False)
                 return ir.MemoryPlace(address, ctype)
             case AtAddress(address):
-                return ir.MemoryPlace(self.static_address(address), ctype)
+                return ir.MemoryPlace(self.static_address(address, owner), ctype)
             case StaticAddress(address):
-                return ir.ValuePlace(_narrow(self.static_address(address), ctype), ctype)
+                return ir.ValuePlace(_narrow(self.static_address(address, owner), ctype), ctype)
+            case ThreadLocal(offset):
+                return self._thread_local_place(offset, ctype, owner or self.module)
             case ImplicitValue(value):
                 return ir.ValuePlace(_narrow(ir.Const(value), ctype), ctype)
             case CallSiteValue(return_address=ra, cases=cases):
@@ -164,6 +170,15 @@ class ExprPlanner:
             case UnsupportedLocation(reason):
                 return ir.UnavailablePlace(ctype, f"unsupported: {reason}", False)
         raise TypeError(location)
+
+    def _thread_local_place(self, offset: int, ctype: CType, owner) -> ir.Place:
+        """A __thread object: `offset` into `owner`'s TLS block of the
+        thread that hit the probe (DESIGN.md "Static TLS")."""
+        if self.thread_pointer.fsbase_offset is None:
+            return ir.UnavailablePlace(ctype, "thread-local storage unreadable: "
+                                       + self.thread_pointer.unknown_reason, False)
+        block = ir.ThreadLocalBase(module_cookie(owner.path, owner.build_id))
+        return ir.MemoryPlace(ir.BinaryOp("+", block, ir.Const(offset), False), ctype)
 
     def _call_site_place(self, ra: AtRegisterOffset, cases, ctype: CType) -> ir.Place:
         base = PT_REGS_FIELD.get(register_name(ra.dwarf_register))
