@@ -133,7 +133,8 @@ def _runtime_section(plan: Plan) -> str:
     tls_section = Template(_TLS_SECTION).substitute(tls=names["GS_MAP_TLS"]) \
         if _uses_tls(plan) else ""
     return template.substitute(
-        tls_section=tls_section, events_decl=Template(_EVENTS_DECL[plan.transport]).substitute(events=events),
+        events_decl=Template(_EVENTS_DECL[plan.transport]).substitute(events=events),
+        tls_section=tls_section,
         submit=Template(_SUBMIT[plan.transport]).substitute(events=events),
         notify=notify.substitute(events=events, ctx="ctx"), exec_watch=exec_watch,
         scratch=names["GS_MAP_SCRATCH"], counts=names["GS_MAP_COUNTS"],

@@ -144,8 +144,8 @@ def _entry_point(pid: int) -> int | None:
 
 
 def interpreter_base(pid: int) -> int | None:
-    """AT_BASE: where the kernel loaded the program's interpreter (ld.so);
-    None or 0 for a static executable."""
+    """AT_BASE: where the kernel loaded the program's interpreter (ld.so),
+    0 for a static executable; None when auxv cannot be read."""
     return _auxv_value(pid, _AT_BASE)
 
 

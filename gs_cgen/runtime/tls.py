@@ -81,7 +81,9 @@ class TlsReader:
 
     def _block(self, target, memory: "_Memory", module: ModuleRef, bias: int) -> TlsBlock | None:
         base = proc.interpreter_base(target.pid)
-        if not base:
+        if base is None:
+            raise GsError(f"cannot read /proc/{target.pid}/auxv")
+        if base == 0:                        # the kernel's AT_BASE for a program without ld.so
             return self._static_executable(target, module)
         ld_so = self._interpreter(target, base)
         r_debug = ld_so.symbol_address("_r_debug")
