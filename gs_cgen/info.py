@@ -4,6 +4,8 @@ the names of several sites are resolved together as `trace` does
 (plan/scope.py): a site lists what is in scope only at other sites."""
 from __future__ import annotations
 
+import os
+
 from gs_cgen.dwarf.model import AtAddress, StaticAddress, describe_variable
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan.modules import ModuleSet
@@ -46,7 +48,7 @@ def _describe_site(module, site, by_name: bool, variables, scope: SiteScope) -> 
     if not variables:
         lines.append("  no parameters or locals")
     for var in variables:
-        location = describe_variable(var)
+        location = describe_variable(var, os.path.basename(module.path))
         if isinstance(var.location, (AtAddress, StaticAddress)):
             location += f" ({module.section_of(var.location.address)})"
         lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {location}")

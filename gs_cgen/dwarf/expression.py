@@ -34,6 +34,7 @@ from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, Composite, Compute
                                  ImplicitValue, InRegister, OptimizedOut, Piece, StaticAddress,
                                  UnsupportedLocation, ValueExpression, VariableLocation,
                                  register_name)
+from gs_cgen.dwarf.tls import tls_location
 
 FIRST_SIMD_REGISTER = 17       # xmm0 in the x86_64 psABI DWARF numbering
 LAST_SIMD_REGISTER = 32
@@ -202,6 +203,8 @@ def translate_ops(ops, context: "ExpressionContext | FrameBase") -> VariableLoca
     """The location a parsed expression (list of DWARFExprOp) describes."""
     if not ops:
         return OptimizedOut("optimized out")
+    if (thread_local := tls_location(ops)) is not None:     # __thread: dwarf/tls.py
+        return thread_local
     if not isinstance(context, ExpressionContext):
         context = ExpressionContext(context)
     try:

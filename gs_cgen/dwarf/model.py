@@ -52,6 +52,16 @@ class StaticAddress:
 
 
 @dataclass(frozen=True)
+class ThreadLocal:
+    """The object is in memory at `offset` in the module's thread-local
+    storage block, for the thread that runs the probe (DW_OP_const8u N
+    DW_OP_form_tls_address, or DW_OP_GNU_push_tls_address in DWARF 4:
+    dwarf/tls.py). Where that block is, is known only in a process."""
+
+    offset: int
+
+
+@dataclass(frozen=True)
 class ImplicitValue:
     """The value is a known constant (DW_OP_constu/consts + stack_value,
     DW_OP_implicit_value)."""
@@ -172,12 +182,13 @@ class CallSiteValue:
 
 
 VariableLocation = (InRegister | AtRegisterOffset | AtAddress | StaticAddress | ImplicitValue
-                    | CallSiteValue | ComputedValue | ComputedAddress | ImplicitBytes
+                    | ThreadLocal | CallSiteValue | ComputedValue | ComputedAddress | ImplicitBytes
                     | SyntheticPointer | Composite | OptimizedOut | UnsupportedLocation)
 
 
-def describe_location(location: VariableLocation) -> str:
-    """Human text for `info` and `--dry-run`."""
+def describe_location(location: VariableLocation, module: str = "the module") -> str:
+    """Human text for `info` and `--dry-run`; `module` names the module
+    whose TLS block a thread-local variable is in."""
     match location:
         case InRegister(reg, 0):
             return f"register {register_name(reg)}"
@@ -191,6 +202,8 @@ def describe_location(location: VariableLocation) -> str:
             return f"address 0x{addr:x}"
         case ImplicitValue(value):
             return f"constant {value}"
+        case ThreadLocal(offset):
+            return f"thread-local, offset 0x{offset:x} in {module}'s TLS block"
         case CallSiteValue(cases=cases):
             pcs = ", ".join(f"0x{pc:x}" for pc, _ in cases)
             return f"entry value from the caller's call site (returns to {pcs})"
@@ -272,14 +285,14 @@ class LocationOrigin:
     list_range: tuple[int, int] | None = None     # the [low, high) entry covering the PC
 
 
-def describe_variable(variable: "VisibleVariable") -> str:
+def describe_variable(variable: "VisibleVariable", module: str = "the module") -> str:
     """`describe_location` plus how DWARF said it: `frame offset -36 (CFA)
     → [rbp-20]`, `location list [0x1140,0x1150) → register rdi`."""
     location, origin = variable.location, variable.origin
     if isinstance(location, OptimizedOut) and location.reason == "optimized out":
         text = "optimized out"
     else:
-        text = describe_location(location)
+        text = describe_location(location, module)
     if origin is None:
         return text
     if (origin.form is LocationForm.FRAME_OFFSET and origin.frame_offset is not None
@@ -339,10 +352,15 @@ class VisibleVariable:
 class GlobalVariable:
     name: str
     type: CType
-    address: int              # link-time virtual address
-    section: str              # "text" | "rodata" | "data" | "bss"
+    address: int              # link-time virtual address; a thread_local's offset in the TLS block
+    section: str              # "text" | "rodata" | "data" | "bss" | "tls"
     decl_file: str | None = None
     decl_line: int | None = None
+    thread_local: bool = False    # __thread / _Thread_local: one copy per thread
+
+    @property
+    def location(self) -> "AtAddress | ThreadLocal":
+        return ThreadLocal(self.address) if self.thread_local else AtAddress(self.address)
 
 
 @dataclass(frozen=True)
@@ -391,6 +409,17 @@ class LoadSegment:
     filesz: int
     executable: bool
     writable: bool
+
+
+@dataclass(frozen=True)
+class TlsSegment:
+    """The PT_TLS program header: the module's TLS initialization image
+    (`filesz` bytes of .tdata at `vaddr`) and block size and alignment."""
+
+    vaddr: int
+    filesz: int
+    memsz: int
+    align: int
 
 
 @dataclass(frozen=True)

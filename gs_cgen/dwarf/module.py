@@ -20,11 +20,13 @@ from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
 from gs_cgen.dwarf.model import (CodeLocation, FunctionSite, GlobalVariable, IfuncSymbol, LineSite,
-                                 LoadSegment, UnsupportedLocation, VisibleVariable)
+                                 LoadSegment, OptimizedOut, ThreadLocal, TlsSegment,
+                                 UnsupportedLocation, VariableLocation, VisibleVariable)
 from gs_cgen.dwarf.relocs import dynamic_relocations, dynamic_symbol_names, import_slots
 from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
 from gs_cgen.dwarf.scopes import ScopeContext, locate_die, variable_at, visible_variables
 from gs_cgen.dwarf.symvers import parse_spelling
+from gs_cgen.dwarf.tls import tls_expression_bytes
 from gs_cgen.dwarf.sites import (function_probe_address, is_optimized_gcc, line_at, match_files,
                                  stmt_rows_for)
 from gs_cgen.dwarf.typebuild import TypeBuilder
@@ -101,6 +103,8 @@ class ModuleDebugInfo:
         self.build_id = self._elf.build_id
         self.is_pie = self._elf.is_pie
         self.segments: tuple[LoadSegment, ...] = self._elf.segments
+        self.tls_segment: TlsSegment | None = self._elf.tls_segment    # PT_TLS
+        self.dynamic_vaddr: int | None = self._elf.dynamic_vaddr       # PT_DYNAMIC
         search = find_debug_info(self._elf, self.path, target_root)
         self._debug_elf = search.image
         self._debug_searched = search.searched
@@ -171,7 +175,14 @@ class ModuleDebugInfo:
             symbols.versioned_names(SymbolKind.FUNC)
 
     def global_names(self) -> list[str]:
-        return _base_names(self._elf.symbols.names(SymbolKind.OBJECT))
+        symbols = self._elf.symbols
+        return _base_names(symbols.names(SymbolKind.OBJECT) + symbols.names(SymbolKind.TLS))
+
+    def symbol_address(self, name: str) -> int | None:
+        """The link-time address of data object `name` (`_r_debug` in
+        ld.so), from the symbol tables alone: no DWARF needed."""
+        symbols = self._elf.symbols.named(name, SymbolKind.OBJECT)
+        return symbols[0].address if symbols else None
 
     # ---------------------------------------------------------- functions
 
@@ -435,23 +446,43 @@ class ModuleDebugInfo:
         out = []
         for variable in found:
             location = resolver.resolve(variable.location)
+            if isinstance(location, ThreadLocal):
+                location = self._thread_local(location)
             out.append(variable if location is variable.location
                        else dataclasses.replace(variable, location=location))
         return out
 
+    def _thread_local(self, location: ThreadLocal) -> VariableLocation:
+        # ld leaves the offset of a discarded object too: it must be in PT_TLS.
+        tls = self.tls_segment
+        if tls is None or location.offset >= tls.memsz:
+            size = "none" if tls is None else f"0x{tls.memsz:x} bytes"
+            return OptimizedOut(f"TLS offset 0x{location.offset:x} is outside the module's TLS "
+                                f"block ({size}; discarded by the linker)")
+        return location
+
     def find_global(self, name: str) -> GlobalVariable | None:
-        """A global, file-scope static or function-level static."""
+        """A global, file-scope static or function-level static, or one of
+        those declared __thread / _Thread_local."""
         self.require_debug_info()
         for sym in self._symbols_named(name, SymbolKind.OBJECT):
-            die = self._variable_die_at(sym.address, name)
+            die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), name)
             if die is not None:
                 return self._global(die, name, sym.address)
+        if self.tls_segment is None:
+            return None
+        for sym in self._symbols_named(name, SymbolKind.TLS):
+            # st_value of an STT_TLS symbol is its offset in the TLS block.
+            for needle in tls_expression_bytes(sym.address):
+                die = self._variable_die_at(needle, name)
+                if die is not None:
+                    return self._global(die, name, sym.address, thread_local=True)
         return None
 
-    def _variable_die_at(self, address: int, name: str):
-        # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1):
-        # search the raw bytes, then parse only the CU holding the hit.
-        needle = b"\x03" + struct.pack("<Q", address)
+    def _variable_die_at(self, needle: bytes, name: str):
+        # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1),
+        # or the TLS shape (dwarf/tls.py): search the raw bytes, then parse
+        # only the CU holding the hit.
         for pos in self._dwarf.find_bytes(needle, _SEARCH_LIMIT):
             die = self._die_enclosing(pos)
             if die is not None and die.tag == "DW_TAG_variable" and die_name(die) == name:
@@ -474,15 +505,29 @@ class ModuleDebugInfo:
             parent = last
         return None
 
-    def _global(self, die, name: str, address: int) -> GlobalVariable:
+    def _global(self, die, name: str, address: int, thread_local: bool = False) -> GlobalVariable:
         typed = origin_having(die, "DW_AT_type") or die
         file_attr = inherited_attr(die, "DW_AT_decl_file")
         line_attr = inherited_attr(die, "DW_AT_decl_line")
         return GlobalVariable(
             name=name, type=self._types.type_of(typed), address=address,
-            section=self.section_of(address),
+            section="tls" if thread_local else self.section_of(address),
             decl_file=self._decl_file(die.cu, file_attr.value) if file_attr else None,
-            decl_line=line_attr.value if line_attr else None)
+            decl_line=line_attr.value if line_attr else None, thread_local=thread_local)
+
+    def struct_member_offsets(self, name: str, members: tuple[str, ...]) -> dict[str, int] | None:
+        """Byte offsets of `members` in the definition of `struct name`
+        that has them all (glibc's ld.so has two `struct link_map`: the
+        public one of <link.h> and its own, longer one); None if none has."""
+        self.require_debug_info()
+        for offset in self._type_candidate_cus(name):
+            for die in self._dwarf.cu_at(offset).iter_DIEs():
+                if die.tag == "DW_TAG_structure_type" and die_name(die) == name and \
+                        "DW_AT_declaration" not in die.attributes:
+                    found = _member_offsets(die, members)
+                    if found is not None:
+                        return found
+        return None
 
     # -------------------------------------------------------------- types
 
@@ -593,6 +638,17 @@ def _reference(die, name: str) -> int | None:
     if attr is None:
         return None
     return attr.value + die.cu.cu_offset if attr.form in _CU_RELATIVE_REFS else attr.value
+
+
+def _member_offsets(struct_die, members: tuple[str, ...]) -> dict[str, int] | None:
+    found = {}
+    for child in struct_die.iter_children():
+        location = child.attributes.get("DW_AT_data_member_location")
+        name = die_name(child)
+        if child.tag == "DW_TAG_member" and name in members and location is not None and \
+                isinstance(location.value, int):
+            found[name] = location.value
+    return found if len(found) == len(members) else None
 
 
 def _function_covering(functions, address: int) -> FunctionEntry | None:

@@ -18,7 +18,8 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep, ScriptString,
                                 MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
-                                SlotRef, Step, StringCapture, ValueSlot, module_cookie)
+                                SlotRef, Step, StringCapture, THREAD_POINTER_NOT_READ,
+                                ThreadPointer, ValueSlot, module_cookie)
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
 from gs_cgen.plan.sites import resolve_sites
@@ -38,6 +39,7 @@ class PlanOptions:
     input_pid: int | None = None
     mem_dump_cap: int = 256
     watch_exec: bool = False
+    thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ
 
 
 def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> Plan:
@@ -50,21 +52,33 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
         scopes = block_scopes([site_variables(module, site) for module, site in sites])
         for (module, site), scope in zip(sites, scopes):
             probes.append(plan_probe(block, site, module, modules, scope, script.text, options))
-    return Plan(tuple(probes), _referenced_modules(probes, modules), options.pid_namespace,
-                options.transport, options.input_pid, options.script_name, options.watch_exec)
+    tls_cookies = _cookies(probes, ir.ThreadLocalBase)
+    return Plan(tuple(probes), _referenced_modules(probes, modules, tls_cookies),
+                options.pid_namespace, options.transport, options.input_pid, options.script_name,
+                options.watch_exec,
+                options.thread_pointer.fsbase_offset if tls_cookies else None)
 
 
-def _referenced_modules(probes: list[ProbePlan], modules: ModuleSet) -> tuple[ModuleRef, ...]:
+def _cookies(probes: list[ProbePlan], kind: type) -> set[int]:
+    return {node.cookie for probe in probes for node in probe.scalar_nodes()
+            if isinstance(node, kind)}
+
+
+def _referenced_modules(probes: list[ProbePlan], modules: ModuleSet,
+                        tls_cookies: set[int]) -> tuple[ModuleRef, ...]:
     """Modules whose globals the probes read, or that hold a probe: the
-    runtime fills load offsets for exactly these."""
-    cookies = {node.cookie for probe in probes for node in probe.scalar_nodes()
-               if isinstance(node, ir.ModuleAddress)}
+    runtime fills load offsets for exactly these, and TLS offsets for
+    those in `tls_cookies`."""
+    cookies = _cookies(probes, ir.ModuleAddress) | tls_cookies
     refs = {}
     for module in modules.opened():
         cookie = module_cookie(module.path, module.build_id)
         holds_probe = any(p.site.module_path == module.path for p in probes)
         if cookie in cookies or holds_probe:
-            refs[module.path] = ModuleRef(modules.file(module.path), cookie, tuple(module.segments))
+            tls = cookie in tls_cookies
+            refs[module.path] = ModuleRef(modules.file(module.path), cookie, tuple(module.segments),
+                                          module.tls_segment if tls else None,
+                                          module.dynamic_vaddr if tls else None)
     return tuple(refs.values())
 
 
@@ -104,7 +118,8 @@ class _ProbeBuilder:
             where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
         self.exprs = ExprPlanner(self.module, self.modules, self.scope, where,
                                  self.options.input_pid, abi().constants["GS_COMPARE_CAP"],
-                                 self.text, self.site.address, self.site.no_variables)
+                                 self.text, self.site.address, self.site.no_variables,
+                                 self.options.thread_pointer)
 
     def build(self) -> ProbePlan:
         steps = self._block(self.block.body)

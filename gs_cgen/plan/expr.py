@@ -16,7 +16,7 @@ from gs_cgen.plan import ir
 from gs_cgen.plan.builtins import plan_builtin
 from gs_cgen.plan.locations import (SYNTHETIC_POINTER, LocationPlanner, composite_value,
                                     sub_place)
-from gs_cgen.plan.model import module_cookie
+from gs_cgen.plan.model import THREAD_POINTER_NOT_READ, ThreadPointer, module_cookie
 from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope
 from gs_cgen.script import ast
 
@@ -37,8 +37,10 @@ class ExprPlanner:
 
     def __init__(self, module, modules, site_scope: SiteScope, where: str, input_pid: int | None,
                  compare_cap: int, source_text: str, probe_address: int = 0,
-                 no_variables: str | None = None) -> None:
+                 no_variables: str | None = None,
+                 thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ) -> None:
         self.module, self.modules, self.where = module, modules, where
+        self.thread_pointer = thread_pointer
         self.site_scope = site_scope
         self.probe_address = probe_address
         self.no_variables = no_variables     # why the site has no DWARF variables
@@ -99,7 +101,7 @@ class ExprPlanner:
         found = self.modules.find_global(ident, self.module)
         if found is not None:
             owner, glob = found
-            return ir.MemoryPlace(self.static_address(glob.address, owner), glob.type)
+            return self.location_place(glob.location, glob.type, owner)
         var = self.site_scope.elsewhere.get(ident)
         if var is not None:
             # In scope at another site of this block: absent here, not an error.
@@ -118,9 +120,23 @@ class ExprPlanner:
         cookie = module_cookie(owner.path, owner.build_id)
         return ir.ModuleAddress(cookie, owner.section_of(address), address)
 
-    def location_place(self, location: VariableLocation, ctype: CType) -> ir.Place:
-        """The place of a DWARF variable (plan/locations.py)."""
-        return LocationPlanner(self.static_address, self.probe_address).place(location, ctype)
+    def location_place(self, location: VariableLocation, ctype: CType, owner=None) -> ir.Place:
+        """The place of a DWARF variable of module `owner` (default: the
+        probe's), by plan/locations.py."""
+        owner = owner or self.module
+        planner = LocationPlanner(lambda address: self.static_address(address, owner),
+                                  self.probe_address,
+                                  lambda offset, t: self._thread_local_place(offset, t, owner))
+        return planner.place(location, ctype)
+
+    def _thread_local_place(self, offset: int, ctype: CType, owner) -> ir.Place:
+        """A __thread object: `offset` into `owner`'s TLS block of the
+        thread that hit the probe (DESIGN.md "Static TLS")."""
+        if self.thread_pointer.fsbase_offset is None:
+            return ir.UnavailablePlace(ctype, "thread-local storage unreadable: "
+                                       + self.thread_pointer.unknown_reason, False)
+        block = ir.ThreadLocalBase(module_cookie(owner.path, owner.build_id))
+        return ir.MemoryPlace(ir.BinaryOp("+", block, ir.Const(offset), False), ctype)
 
     # ----------------------------------------------------- member / index
     def _member(self, expr: ast.Member) -> ir.Place:

@@ -45,6 +45,17 @@ class ModuleAddress:
 
 
 @dataclass(frozen=True)
+class ThreadLocalBase:
+    """The start of the module's TLS block for the thread running the
+    probe: thread pointer - the module's static TLS offset, or the block
+    the thread's DTV points at (gs_abi.h proc_module_tls_value); fails with
+    TlsUnavailable when the tracer has not read the module's TLS offset in
+    this process, TlsNotAllocated when the thread has no such block."""
+
+    cookie: int
+
+
+@dataclass(frozen=True)
 class Load:
     """`size` bytes at `address`, zero- or sign-extended to 64 bits."""
 
@@ -120,7 +131,7 @@ class MemoryEqual:
     cap: int
 
 
-Scalar = (Const | RegisterValue | HeaderField | ModuleAddress | Load | BinaryOp
+Scalar = (Const | RegisterValue | HeaderField | ModuleAddress | ThreadLocalBase | Load | BinaryOp
           | UnaryOp | Convert | Logical | BitField | BytesEqual | MemoryEqual)
 
 
@@ -240,8 +251,8 @@ def ir_register_ip() -> RegisterValue:
 
 def can_fail(node: Scalar) -> bool:
     """Whether evaluating `node` may read memory or miss module offsets."""
-    if isinstance(node, (Load, ModuleAddress, BytesEqual, MemoryEqual, NonNull, Fail,
-                         CallSiteSelect)):
+    if isinstance(node, (Load, ModuleAddress, ThreadLocalBase, BytesEqual, MemoryEqual, NonNull,
+                         Fail, CallSiteSelect)):
         return True
     if isinstance(node, BinaryOp) and node.op in ("/", "%"):
         return True

@@ -13,7 +13,7 @@ from typing import Callable
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Composite,
                                  ComputedAddress, ComputedValue, ImplicitBytes, ImplicitValue,
                                  InRegister, OptimizedOut, StaticAddress, SyntheticPointer,
-                                 UnsupportedLocation, VariableLocation, describe_location,
+                                 ThreadLocal, UnsupportedLocation, VariableLocation, describe_location,
                                  register_name)
 from gs_cgen.dwarf.types import ArrayType, CType, IntType, PointerType, strip, type_name, type_size
 from gs_cgen.plan import arith, ir
@@ -40,9 +40,11 @@ class Unreadable(Exception):
 class LocationPlanner:
     """Places for the DWARF locations of one probe site."""
 
-    def __init__(self, static_address: Callable[[int], ir.Scalar], probe_address: int) -> None:
-        self.static_address = static_address
+    def __init__(self, static_address: Callable[[int], ir.Scalar], probe_address: int,
+                 thread_local: Callable[[int, CType], ir.Place]) -> None:
+        self.static_address = static_address       # link-time address -> run-time address
         self.probe_address = probe_address
+        self.thread_local = thread_local           # (TLS offset, type) -> place
 
     def place(self, location: VariableLocation, ctype: CType) -> ir.Place:
         size = type_size(ctype)
@@ -79,6 +81,8 @@ class LocationPlanner:
                 return ir.MemoryPlace(self.tree(expression.tree), ctype)
             case ImplicitBytes(data):
                 return _known_bytes(data, ctype)
+            case ThreadLocal(offset):
+                return self.thread_local(offset, ctype)
             case CallSiteValue(return_address=ra, cases=cases):
                 address = self.tree(("reg", ra.dwarf_register, ra.offset))
                 values = tuple((pc, self.tree(value.tree)) for pc, value in cases)

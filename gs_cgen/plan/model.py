@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 
-from gs_cgen.dwarf.model import LoadSegment
+from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.types import CType
 from gs_cgen.plan.ir import Scalar, walk
 from gs_cgen.script.ast import FormatKind
@@ -355,6 +355,22 @@ class PidNamespace:
     target_ino: int = 0
 
 
+@dataclass(frozen=True)
+class ThreadPointer:
+    """Where a probe finds the thread pointer of the thread it runs in (the
+    x86-64 FS base, which TLS variant II addresses are relative to): the
+    kernel's `task_struct.thread.fsbase`, `fsbase_offset` bytes into the
+    current task_struct, from the running kernel's BTF (runtime/btf.py).
+    None, with `unknown_reason`, when that could not be read: thread-local
+    values are then unavailable with that reason."""
+
+    fsbase_offset: int | None
+    unknown_reason: str = ""
+
+
+THREAD_POINTER_NOT_READ = ThreadPointer(None, "the kernel's task_struct layout was not read")
+
+
 class EventTransport(Enum):
     RINGBUF = "ringbuf"
     PERF = "perf"
@@ -387,6 +403,10 @@ class ModuleRef:
     file: ModuleFile
     cookie: int
     segments: tuple[LoadSegment, ...]
+    # A module whose thread-local variables a probe reads: its PT_TLS and
+    # PT_DYNAMIC address (how runtime/tls.py finds it in ld.so's link_map).
+    tls: TlsSegment | None = None
+    dynamic_vaddr: int | None = None
 
     @property
     def path(self) -> str:
@@ -402,3 +422,4 @@ class Plan:
     input_pid: int | None
     script_name: str
     watch_exec: bool = False      # -t: notify the tracer of every exec
+    task_fsbase_offset: int | None = None   # set when a probe reads TLS (ThreadPointer)

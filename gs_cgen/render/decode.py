@@ -29,6 +29,8 @@ class ValueStatus(Enum):
     OFFSETS_UNAVAILABLE = "offsets_unavailable"
     ZERO_LENGTH = "zero_length"
     DIV_BY_ZERO = "division_by_zero"
+    TLS_UNAVAILABLE = "tls_unavailable"
+    TLS_NOT_ALLOCATED = "tls_not_allocated"
 
 
 _STATUS_NAMES = {
@@ -42,6 +44,8 @@ _STATUS_NAMES = {
     "GS_STATUS_OPTIMIZED_OUT": ValueStatus.OPTIMIZED_OUT,
     "GS_STATUS_DIV_BY_ZERO": ValueStatus.DIV_BY_ZERO,
     "GS_STATUS_UNAVAILABLE": ValueStatus.UNAVAILABLE,
+    "GS_STATUS_TLS_UNAVAILABLE": ValueStatus.TLS_UNAVAILABLE,
+    "GS_STATUS_TLS_NOT_ALLOCATED": ValueStatus.TLS_NOT_ALLOCATED,
 }
 
 

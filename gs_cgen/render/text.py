@@ -28,7 +28,12 @@ _STATUS_NAMES = {
     ValueStatus.TRUNCATED: "truncated",
     ValueStatus.UNAVAILABLE: "unavailable",
     ValueStatus.ZERO_LENGTH: "unavailable",
+    ValueStatus.TLS_UNAVAILABLE: "tls_unavailable",
+    ValueStatus.TLS_NOT_ALLOCATED: "tls_not_allocated",
 }
+# Why a thread-local value is missing (gs_prelude.h gs_tls_block).
+TLS_UNAVAILABLE_TEXT = "TLS offsets unavailable"
+TLS_NOT_ALLOCATED_TEXT = "TLS block not allocated for this thread"
 
 
 def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
@@ -134,6 +139,10 @@ def status_text(status: ValueStatus, address: int | None = None,
             return f"<error: read failed at 0x{address or 0:x}>"
         case ValueStatus.OFFSETS_UNAVAILABLE:
             return "<error: offsets unavailable>"
+        case ValueStatus.TLS_UNAVAILABLE:
+            return f"<error: {TLS_UNAVAILABLE_TEXT}>"
+        case ValueStatus.TLS_NOT_ALLOCATED:
+            return f"<error: {TLS_NOT_ALLOCATED_TEXT}>"
         case ValueStatus.UNAVAILABLE:
             return f"<error: {detail}>"
         case ValueStatus.ZERO_LENGTH:
