@@ -29,8 +29,12 @@ enum gs_event_kind {
     GS_EVENT_EXEC = 3,          /* key_pid exec'd a new program (-t mode) */
 };
 
-/* Largest event a probe may build; the per-CPU scratch buffer holds the
- * event followed by a work area for string and memory comparisons. */
+/* Largest event a probe may build. A probe's work area for string and
+ * memory comparisons follows its event: in the per-CPU scratch buffer, or
+ * in the event's own reserved ring space (sleepable probes).
+ * GS_PAGE_SIZE: x86_64 pages, the unit in which a sleepable probe faults a
+ * string in; GS_STRING_PAGES: the most pages a string read of at most
+ * GS_MAX_EVENT_SIZE bytes can span. */
 enum gs_limits {
     GS_MAX_EVENT_SIZE = 8192,
     GS_WORK_SIZE = 512,
@@ -40,6 +44,8 @@ enum gs_limits {
     GS_RINGBUF_PAGES = 2048,
     GS_PERF_PAGES = 512,
     GS_MAX_TRACKED_MODULES = 4096,
+    GS_PAGE_SIZE = 4096,
+    GS_STRING_PAGES = 3,
 };
 
 /* Header at offset 0 of every event. pid/tid: the target's PID-namespace
@@ -92,7 +98,8 @@ struct gs_event_counts {
     __u64 failed;
 };
 
-/* Per-CPU scratch in which a probe assembles its event. */
+/* Per-CPU scratch in which a non-sleepable probe assembles its event
+ * (a sleepable one builds it in reserved ring space instead). */
 struct gs_scratch {
     __u8 bytes[GS_SCRATCH_SIZE];
 };

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+# Defined 1 by the loader (-D) when it loads the probes as sleepable
+# uprobes; the generated C defaults it to 0.
+SLEEPABLE_MACRO = "GS_SLEEPABLE"
+
 _SAFE_COMMENT = re.compile(r"[^A-Za-z0-9_ .,:;/+\-=()\[\]{}<>@#$%^&|!?~'\"]")
 
 

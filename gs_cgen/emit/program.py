@@ -85,6 +85,9 @@ def _includes(plan: Plan) -> str:
         f"#define GS_TARGET_NS_PID {1 if ns.target_ino else 0}",
         f"#define GS_TARGET_PIDNS_DEV {c.u64_literal(ns.target_dev)}",
         f"#define GS_TARGET_PIDNS_INO {c.u64_literal(ns.target_ino)}",
+        f"#ifndef {c.SLEEPABLE_MACRO}",
+        f"#define {c.SLEEPABLE_MACRO} 0  {c.comment('the loader defines it 1 for sleepable uprobes')}",
+        "#endif",
         '#include "gs_abi.h"',
         '#include "gs_prelude.h"',
         "",
@@ -135,23 +138,34 @@ def _runtime_section(plan: Plan) -> str:
     return template.substitute(
         events_decl=Template(_EVENTS_DECL[plan.transport]).substitute(events=events),
         tls_section=tls_section,
-        submit=Template(_SUBMIT[plan.transport]).substitute(events=events),
+        event_builder=_event_builder(plan.transport, events, names["GS_MAP_SCRATCH"]),
         notify=notify.substitute(events=events, ctx="ctx"), exec_watch=exec_watch,
-        scratch=names["GS_MAP_SCRATCH"], counts=names["GS_MAP_COUNTS"],
-        probe_count=max(1, len(plan.probes)),
+        counts=names["GS_MAP_COUNTS"], probe_count=max(1, len(plan.probes)),
         offsets=names["GS_MAP_OFFSETS"], aliases=names["GS_MAP_PID_ALIASES"],
         wanted=names["GS_MAP_OFFSETS_WANTED"])
+
+
+def _event_builder(transport: EventTransport, events: str, scratch: str) -> str:
+    """gs_begin_event / gs_submit. Over the ring buffer, the loader picks
+    one of two builds: sleepable (events in reserved ring space) or not
+    (per-CPU scratch). Sleepable programs cannot use perf event arrays, so
+    the perf build has only the scratch variant."""
+    submit = Template(_SUBMIT[transport]).substitute(events=events)
+    in_scratch = Template((_HERE / "events_scratch.c.in").read_text()).substitute(
+        scratch=scratch, submit=submit)
+    if transport is EventTransport.PERF:
+        return (f"#if {c.SLEEPABLE_MACRO}\n"
+                '#error "sleepable programs cannot use perf event arrays"\n'
+                f"#endif\n{in_scratch}")
+    reserved = Template((_HERE / "events_reserved.c.in").read_text()).substitute(events=events)
+    return f"#if {c.SLEEPABLE_MACRO}\n{reserved}#else\n{in_scratch}#endif"
 
 
 def emit_probe(probe: ProbePlan) -> str:
     """One BPF function: start the event, run the steps, submit."""
     site = probe.site
     w = CWriter()
-    w.line(f"__u8 *ev = gs_begin_event({site.probe_id}, {probe.event_size});")
-    w.line("if (!ev)")
-    w.line("    return 0;")
-    w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
-    w.line("__u8 *work = ev + GS_MAX_EVENT_SIZE;")
+    _begin_event(w, probe)
     w.line("__u8 gs_st = 0;")
     w.line("__u64 gs_fa = 0;")
     for word in range(probe.bitmap_words):
@@ -173,6 +187,31 @@ def emit_probe(probe: ProbePlan) -> str:
     w.line(f"return gs_submit(ctx, ev, {probe.event_size});")
     header = f"int {c.probe_function_name(site.probe_id)}(struct pt_regs *ctx)\n{{"
     return "\n".join([header, w.text(), "}", ""])
+
+
+def _begin_event(w: CWriter, probe: ProbePlan) -> None:
+    """Start the event. Its reservation (sleepable probes) also holds the
+    probe's work area, after the event; the per-CPU scratch has room for
+    one after any event (GS_SCRATCH_SIZE = GS_MAX_EVENT_SIZE + GS_WORK_SIZE)."""
+    uses_work = _uses_work_area(probe)
+    work_at = _align(probe.event_size, 8)
+    reserve = work_at + abi().constants["GS_WORK_SIZE"] if uses_work else probe.event_size
+    w.line(f"__u8 *ev = gs_begin_event({probe.site.probe_id}, {probe.event_size}, {reserve});")
+    w.line("if (!ev)")
+    w.line("    return 0;")
+    w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
+    if uses_work:
+        w.line(f"__u8 *work = ev + {work_at};")
+
+
+def _uses_work_area(probe: ProbePlan) -> bool:
+    """Comparisons read target bytes into a work area after the event."""
+    return any(isinstance(node, (ir.BytesEqual, ir.MemoryEqual))
+               for node in probe.scalar_nodes())
+
+
+def _align(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
 
 
 def _own_module_fallback(w: CWriter, probe: ProbePlan, cookie: int) -> None:

@@ -158,7 +158,7 @@ def _bitfield(w: CWriter, node: ir.BitField, fail: str) -> str:
 
 
 def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
-    """Read into the per-CPU work area and XOR-accumulate: branch-free, so
+    """Read into the probe's work area and XOR-accumulate: branch-free, so
     the verifier sees one path however long the literal is."""
     address = w.fresh("a")
     w.line(f"__u64 {address} = {emit_scalar(w, node.address, fail)};")
@@ -168,8 +168,7 @@ def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
     with w.block():
         if node.mode == "cstring":
             # One byte past the NUL: a longer string then reads as a longer n.
-            w.line(f"long n = gs_read_user_str_helper(work, {len(expected) + 1}, "
-                   f"(const void *){address});")
+            w.line(f"long n = gs_read_user_str(work, {len(expected) + 1}, {address});")
             w.line(f"if (n < 0) {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
         else:
             w.line(f"if (gs_read_user_helper(work, {len(expected)}, (const void *){address}))")

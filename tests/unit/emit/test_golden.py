@@ -48,7 +48,7 @@ def server_module() -> FakeModule:
     return module
 
 
-def generate(case: str) -> str:
+def generate_plan(case: str):
     script = parse((GOLDEN / f"{case}.gs").read_text())
     check(script)
     transport = EventTransport.PERF if "perf" in case else EventTransport.RINGBUF
@@ -57,7 +57,11 @@ def generate(case: str) -> str:
     thread_pointer = ThreadPointer(3128) if "tls" in case else ThreadPointer(None, "not read")
     options = PlanOptions(f"{case}.gs", namespace, transport, input_pid=1234,
                           thread_pointer=thread_pointer)
-    return emit_program(build_plan(script, ModuleSet.of(server_module()), options))
+    return build_plan(script, ModuleSet.of(server_module()), options)
+
+
+def generate(case: str) -> str:
+    return emit_program(generate_plan(case))
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -69,13 +73,35 @@ def test_golden_matches(case, request):
     assert produced == golden.read_text()
 
 
+def builds(case: str) -> list[str]:
+    """The builds the loader makes of a golden: over the ring buffer, with
+    and without GS_SLEEPABLE (sleepable uprobes); perf only without."""
+    return ["GS_SLEEPABLE=0"] if "perf" in case else ["GS_SLEEPABLE=0", "GS_SLEEPABLE=1"]
+
+
+def preprocess(case: str, define: str) -> str:
+    return subprocess.run(
+        ["gcc", "-E", "-P", "-nostdinc", f"-D{define}", f"-I{FAKE_INCLUDE}",
+         f"-I{REPO / 'bpf_headers'}", f"-I{REPO / 'gs_cgen' / 'emit'}", "-"],
+        input=(GOLDEN / f"{case}.c").read_text(), capture_output=True, text=True,
+        check=True).stdout
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_golden_parses_as_c(case):
-    preprocessed = subprocess.run(
-        ["gcc", "-E", "-P", "-nostdinc", f"-I{FAKE_INCLUDE}", f"-I{REPO / 'bpf_headers'}",
-         f"-I{REPO / 'gs_cgen' / 'emit'}", "-"],
-        input=(GOLDEN / f"{case}.c").read_text(), capture_output=True, text=True, check=True)
-    c_parser.CParser().parse(preprocessed.stdout, filename=f"{case}.c")
+    for define in builds(case):
+        c_parser.CParser().parse(preprocess(case, define), filename=f"{case}.c ({define})")
+
+
+def test_sleepable_build_reads_with_faulting_helpers():
+    """GS_SLEEPABLE=1 swaps the read helper for bpf_copy_from_user and
+    builds events in reserved ring space, not in per-CPU scratch."""
+    sleepable, plain = (preprocess("strings_dumps", f"GS_SLEEPABLE={on}") for on in (1, 0))
+    assert "(void *)148" in sleepable and "(void *)112" not in sleepable
+    assert "gs_events.ringbuf_reserve(reserve)" in sleepable
+    assert "gs_scratch_buf" not in sleepable and "ringbuf_output(ev" not in sleepable
+    assert "(void *)112" in plain and "gs_scratch_buf" in plain
+    assert "ringbuf_reserve(reserve)" not in plain
 
 
 def test_goldens_exist():
