@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gs_cgen.dwarf.model import VisibleVariable
+from gs_cgen.dwarf.model import FrameScope, VisibleVariable
 
 NOT_IN_SCOPE = "not in scope at this site"
 
@@ -37,9 +37,18 @@ class SiteScope:
 
 
 def site_variables(module, site) -> list[VisibleVariable]:
-    """The DWARF variables visible at `site`; none where DWARF describes no
-    scopes at all (hand-written assembly: site.no_variables says so)."""
-    return [] if site.no_variables else module.variables_at(site.address)
+    """The DWARF variables visible at `site`, in the frame gdb would stop
+    in there (the probed function's, for a function pattern: dwarf/scopes.py);
+    none where DWARF describes no scopes at all (hand-written assembly:
+    site.no_variables says so)."""
+    return list(site_frame(module, site).variables)
+
+
+def site_frame(module, site) -> FrameScope:
+    """site_variables, with the frame they belong to (for `gs-cgen info`)."""
+    if site.no_variables:
+        return FrameScope(site.function, False, ())
+    return module.frame_at(site.address, site.frame_die)
 
 
 def block_scopes(per_site: Sequence[Sequence[VisibleVariable]]) -> list[SiteScope]:
