@@ -280,7 +280,8 @@ class ModuleDebugInfo:
         origin = origin_having(die, "DW_AT_decl_file")
         line_attr = inherited_attr(die, "DW_AT_decl_line")
         decl_file = origin.attributes["DW_AT_decl_file"].value if origin is not None else None
-        return FunctionSite(name=name, low_pc=low, high_pc=high, probe_address=probe,
+        # Named as its out-of-line copy is (DW_AT_name), whatever gdb matched.
+        return FunctionSite(name=die_name(die) or name, low_pc=low, high_pc=high, probe_address=probe,
                             decl_file=self._decl_file(origin.cu, decl_file) if origin else None,
                             decl_line=line_attr.value if line_attr else None,
                             frame_die=die.offset)

@@ -2,7 +2,8 @@
 
 A pattern may resolve to several sites (inlined copies, clones, a line in
 several functions), and a variable may be in scope at some of them only:
-glibc's `__mmap64` has `__arg6` at its inlined copy and not at its entry.
+each site sees the frame gdb would stop in there (dwarf/scopes.py), and
+an inlined copy's frame is not its caller's.
 The names are resolved across all sites of a block first; the per-site
 planner then reads a name where it is in scope and renders it
 `<OPTIMIZED_OUT>` ("not in scope at this site") where it is not. Only a
