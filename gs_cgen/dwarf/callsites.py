@@ -60,9 +60,9 @@ def _find_calls(index: DwarfIndex, callee):
     if any("DW_AT_external" in die.attributes for die in targets):
         names = {die_name(die) for die in targets} - {None}
         for function in names:
-            targets += [die for die in index.dies_named(function, ("DW_TAG_subprogram",))
-                        if die.cu.cu_offset != callee.cu.cu_offset
-                        and "DW_AT_declaration" in die.attributes]
+            targets += [die for die in index.dies_named(function, ("DW_TAG_subprogram",),
+                                                        ("DW_AT_declaration",))
+                        if die.cu.cu_offset != callee.cu.cu_offset]
     for target in targets:
         for die in index.references_to(target, _ORIGIN_ATTRS, _CALL_SITE_TAGS):
             if any(_points_to(die, a, target) for a in _ORIGIN_ATTRS):

@@ -14,10 +14,12 @@ import os
 import struct
 from dataclasses import dataclass
 
+from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_TAG
 from elftools.dwarf.ranges import BaseAddressEntry
 
 from gs_cgen.dwarf.cache import IndexCache
-from gs_cgen.dwarf.raw import ByteReader, UnsupportedHeader, read_cu_line_info, read_file_tables
+from gs_cgen.dwarf.raw import UnsupportedHeader, read_abbreviations, read_cu_line_info, read_file_tables
+from gs_cgen.dwarf.raw import attribute_at as raw_attribute_at
 
 _ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
                   "DW_FORM_addrx3", "DW_FORM_addrx4")
@@ -110,6 +112,7 @@ class DwarfIndex:
         self._lines: dict[int, LineTable] = {}
         self._file_maps: dict[int, dict[int, str]] = {}
         self._file_maps_loaded = False
+        self._abbrev_tables: dict[int, tuple] = {}
         self._files_by_path: dict[str, list[int]] | None = None
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
         self._section_bytes: dict[int, bytes] = {}
@@ -403,33 +406,44 @@ class DwarfIndex:
             pos += 1
         return hits
 
-    def die_with_attribute_at(self, pos: int, attributes: tuple[str, ...], tags: tuple[str, ...]):
-        """The DIE with a tag among `tags` one of whose `attributes` has its
-        value at .debug_info offset `pos` (a hit of a raw byte search), or
-        None. The DIE starts a few bytes before (its abbreviation code and
-        the attributes listed first): each start is tried by walking the
-        abbreviation's forms up to `pos`, so a hit inside other data finds
-        nothing and nothing but the one DIE is parsed."""
+    def die_with_attribute_at(self, pos: int, attributes: tuple[str, ...], tags: tuple[str, ...],
+                              having: tuple[str, ...] = ()):
+        """The DIE with a tag among `tags` and every attribute of `having`,
+        one of whose `attributes` has its value at .debug_info offset `pos`
+        (a hit of a raw byte search), or None. The DIE starts a few bytes
+        before (its abbreviation code and the attributes listed first):
+        each start is tried by decoding the CU's abbreviations up to `pos`
+        (raw.attribute_at), so a hit inside other data finds nothing, and
+        only the DIE found is parsed by pyelftools."""
         cu = self.cu_containing(pos)
+        abbreviations, offset_size, address_size = self._abbreviations(cu)
+        wanted_tags = {ENUM_DW_TAG[t] for t in tags}
+        wanted = {ENUM_DW_AT[a] for a in attributes}
+        required = {ENUM_DW_AT[a] for a in having}
         data = self.info_bytes()
-        abbrevs = cu.get_abbrev_table()
-        sizes = (cu.header.address_size, 8 if cu.dwarf_format() == 64 else 4)
         for start in range(pos - 1, max(pos - _MAX_ATTRIBUTE_LEAD, cu.cu_die_offset) - 1, -1):
-            reader = ByteReader(data, start)
-            try:
-                decl = abbrevs.get_abbrev(reader.uleb())
-            except (KeyError, IndexError):
-                continue
-            if decl["tag"] in tags and _attribute_at_offset(decl, reader, pos, sizes) in attributes:
+            found = raw_attribute_at(data, start, pos, abbreviations, offset_size, address_size)
+            if found is not None and found[0] in wanted_tags and found[1] in wanted and \
+                    required <= {attr for attr, _ in found[2]}:
                 return cu.get_DIE_from_refaddr(start)
         return None
+
+    def _abbreviations(self, cu):
+        """The CU's abbreviation table, decoded from the raw bytes once
+        (pyelftools' takes ~20 ms per libpython CU), and its sizes."""
+        if cu.cu_offset not in self._abbrev_tables:
+            table = read_abbreviations(self.section_data(self.dwarfinfo.debug_abbrev_sec),
+                                       cu["debug_abbrev_offset"])
+            self._abbrev_tables[cu.cu_offset] = (table, 8 if cu.dwarf_format() == 64 else 4,
+                                                 cu["address_size"])
+        return self._abbrev_tables[cu.cu_offset]
 
     def references_to(self, target, attributes: tuple[str, ...], tags: tuple[str, ...],
                       limit: int = 1 << 20) -> list:
         """DIEs (with a tag among `tags`) of the target's own CU whose
-        `attributes` refer to it with a
-        CU-relative 4-byte reference (DW_FORM_ref4, what GCC writes), found
-        by searching that CU's bytes for the offset: no DIE tree is walked."""
+        `attributes` refer to it with a CU-relative 4-byte reference
+        (DW_FORM_ref4, what GCC writes), found by searching that CU's bytes
+        for the offset: no DIE tree is walked."""
         start, end = self.cu_range(target.cu.cu_offset)
         needle = struct.pack("<I", target.offset - target.cu.cu_offset)
         found = {}
@@ -439,13 +453,13 @@ class DwarfIndex:
                 found.setdefault(die.offset, die)
         return list(found.values())
 
-    def dies_named(self, name: str, tags: tuple[str, ...], cu_offset: int | None = None,
-                   limit: int = 4096) -> list:
-        """DIEs (with a tag among `tags`) whose DW_AT_name or
-        DW_AT_linkage_name is `name`, in one CU
-        or in all: the name's .debug_str offsets (DW_FORM_strp; the linker
-        may share the tail of a longer string) and its inline bytes
-        (DW_FORM_string) are searched for, then the DIEs holding a hit."""
+    def dies_named(self, name: str, tags: tuple[str, ...], having: tuple[str, ...] = (),
+                   cu_offset: int | None = None, limit: int = 4096) -> list:
+        """DIEs (with a tag among `tags` and the attributes `having`) whose
+        DW_AT_name or DW_AT_linkage_name is `name`, in one CU or in all:
+        the name's .debug_str offsets (DW_FORM_strp; the linker may share
+        the tail of a longer string) and its inline bytes (DW_FORM_string)
+        are searched for, then the DIEs holding a hit."""
         start, end = self.cu_range(cu_offset) if cu_offset is not None else (0, None)
         encoded = name.encode() + b"\0"
         strings = self.section_data(self.dwarfinfo.debug_str_sec)
@@ -456,7 +470,7 @@ class DwarfIndex:
         found = {}
         for needle in needles:
             for hit in self.find_bytes(needle, limit, start, end):
-                die = self.die_with_attribute_at(hit, _NAME_ATTRIBUTES, tags)
+                die = self.die_with_attribute_at(hit, _NAME_ATTRIBUTES, tags, having)
                 if die is not None:
                     found.setdefault(die.offset, die)
         return [die for die in found.values()
@@ -470,49 +484,6 @@ class DwarfIndex:
 _MAX_ATTRIBUTE_LEAD = 24
 _MAX_STRING_COPIES = 16
 _NAME_ATTRIBUTES = ("DW_AT_name", "DW_AT_linkage_name")
-
-
-# Sizes of the forms an attribute before the one searched for may have
-# (DWARF 5 section 7.5.6); "address" and "offset" depend on the CU.
-_FORM_SIZES = {
-    "DW_FORM_flag_present": 0, "DW_FORM_implicit_const": 0,
-    "DW_FORM_data1": 1, "DW_FORM_ref1": 1, "DW_FORM_flag": 1, "DW_FORM_strx1": 1,
-    "DW_FORM_addrx1": 1, "DW_FORM_data2": 2, "DW_FORM_ref2": 2, "DW_FORM_strx2": 2,
-    "DW_FORM_addrx2": 2, "DW_FORM_strx3": 3, "DW_FORM_addrx3": 3, "DW_FORM_data4": 4,
-    "DW_FORM_ref4": 4, "DW_FORM_strx4": 4, "DW_FORM_addrx4": 4, "DW_FORM_ref_sup4": 4,
-    "DW_FORM_data8": 8, "DW_FORM_ref8": 8, "DW_FORM_ref_sig8": 8, "DW_FORM_ref_sup8": 8,
-    "DW_FORM_data16": 16, "DW_FORM_addr": "address", "DW_FORM_strp": "offset",
-    "DW_FORM_line_strp": "offset", "DW_FORM_sec_offset": "offset", "DW_FORM_ref_addr": "offset",
-    "DW_FORM_strp_sup": "offset", "DW_FORM_GNU_ref_alt": "offset", "DW_FORM_GNU_strp_alt": "offset",
-}
-_ULEB_FORMS = frozenset({"DW_FORM_udata", "DW_FORM_sdata", "DW_FORM_ref_udata", "DW_FORM_strx",
-                         "DW_FORM_addrx", "DW_FORM_loclistx", "DW_FORM_rnglistx"})
-_BLOCK_FORMS = {"DW_FORM_block1": 1, "DW_FORM_block2": 2, "DW_FORM_block4": 4}
-
-
-def _attribute_at_offset(decl, reader: ByteReader, pos: int, sizes: tuple[int, int]) -> str | None:
-    """The attribute of abbreviation `decl` whose value starts at `pos`
-    when the DIE's attributes start at reader.pos; None if none does."""
-    for spec in decl["attr_spec"]:
-        form = spec.form
-        size = _FORM_SIZES.get(form)
-        if reader.pos == pos and size != 0:
-            return spec.name
-        if reader.pos > pos:
-            return None
-        if size is not None:
-            reader.pos += sizes[0] if size == "address" else sizes[1] if size == "offset" else size
-        elif form in _ULEB_FORMS:
-            reader.uleb()
-        elif form == "DW_FORM_string":
-            reader.cstring()
-        elif form in _BLOCK_FORMS:
-            reader.pos += reader.u(_BLOCK_FORMS[form])
-        elif form in ("DW_FORM_block", "DW_FORM_exprloc"):
-            reader.pos += reader.uleb()
-        else:
-            return None                   # DW_FORM_indirect: not worth guessing
-    return None
 
 
 def attribute_at(die, pos: int, attributes: tuple[str, ...]):

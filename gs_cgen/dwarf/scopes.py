@@ -130,10 +130,9 @@ def _covering_child_scope(index: DwarfIndex, die, pc: int):
                 if found is not None:
                     return found
             continue
-        if child.tag == _INLINED and die_name(child) is None:
-            continue                           # gdb ignores unnamed functions
-        if any(lo <= pc < hi for lo, hi in bounds):
-            return child
+        if any(lo <= pc < hi for lo, hi in bounds) and \
+                (child.tag == _LEXICAL or die_name(child) is not None):
+            return child                       # gdb ignores unnamed functions
     return None
 
 
@@ -169,9 +168,9 @@ def block_variables(index: DwarfIndex, scope) -> list:
     address-less lexical blocks in it, then those its abstract origin has
     and none of its children stands for."""
     found: list = []
-    referenced: set[int] = set()
-    _own_variables(index, scope, found, referenced)
     origin = _reference(scope, "DW_AT_abstract_origin")
+    referenced: set[int] | None = set() if origin is not None else None
+    _own_variables(index, scope, found, referenced)
     if origin is not None:
         for child in index.die_at(origin).iter_children():
             if child.offset not in referenced:
@@ -180,11 +179,13 @@ def block_variables(index: DwarfIndex, scope) -> list:
 
 
 def _own_variables(index: DwarfIndex, scope, found: list, referenced: set[int] | None) -> None:
+    """`referenced` collects the abstract DIEs the children stand for (None:
+    not wanted, the scope has no abstract origin)."""
     for child in scope.iter_children():
         if child.tag in _CALL_SITES:
             continue
         if referenced is not None:
-            origin = _final_origin(index, child)
+            origin = _final_origin(child)
             if origin is not None:
                 referenced.add(origin)
         if child.tag in _VARIABLE_KINDS:
@@ -205,16 +206,15 @@ def _abstract_variables(die, found: list) -> None:
             _abstract_variables(child, found)
 
 
-def _final_origin(index: DwarfIndex, die) -> int | None:
+def _final_origin(die) -> int | None:
     """The last DIE of a DW_AT_abstract_origin chain (GCC PR 40573 made
     chains longer than one)."""
     offset = None
     for _ in range(4):
-        ref = _reference(die, "DW_AT_abstract_origin")
-        if ref is None:
+        if "DW_AT_abstract_origin" not in die.attributes:
             return offset
-        offset = ref
-        die = index.die_at(ref)
+        die = die.get_DIE_from_attribute("DW_AT_abstract_origin")
+        offset = die.offset
     return offset
 
 

@@ -79,9 +79,8 @@ def inlined_instances(index: DwarfIndex, name: str) -> list:
     that gdb keeps (valid addresses). Found by raw searches for the name
     and for references to each abstract instance, not by walking CUs."""
     found = []
-    for abstract in index.dies_named(name, ("DW_TAG_subprogram",)):
-        if abstract.tag != "DW_TAG_subprogram" or "DW_AT_inline" not in abstract.attributes \
-                or gdb_function_name(abstract) != name:
+    for abstract in index.dies_named(name, ("DW_TAG_subprogram",), ("DW_AT_inline",)):
+        if gdb_function_name(abstract) != name:
             continue
         for die in index.references_to(abstract, ("DW_AT_abstract_origin",),
                                        ("DW_TAG_inlined_subroutine",)):

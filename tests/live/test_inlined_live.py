@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from tests.gdb_oracle import gdb_locations
 from tests.live.conftest import compile_fixture, gs_cgen, require
 
 
@@ -73,4 +74,6 @@ def test_each_site_of_a_function_inlined_into_itself(build_dir, start_target):
     result = gs_cgen("trace", "--dry-run", "-t", LIBC, "-p", str(target.pid), "-s",
                      "trace __mmap64 { print len; }")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("__mmap64") == 1, result.stdout
+    probes = [line for line in result.stdout.splitlines() if line.startswith("probe ")]
+    (gdb_address,) = gdb_locations(LIBC, ["__mmap64"])["__mmap64"]
+    assert len(probes) == 1 and f" 0x{gdb_address:x}, file offset" in probes[0], result.stdout
