@@ -18,6 +18,8 @@ enum gs_value_status {
     GS_STATUS_OPTIMIZED_OUT = 7,
     GS_STATUS_DIV_BY_ZERO = 8,
     GS_STATUS_UNAVAILABLE = 9,
+    GS_STATUS_TLS_UNAVAILABLE = 10,     /* no proc_module_tls entry (yet) */
+    GS_STATUS_TLS_NOT_ALLOCATED = 11,   /* the thread has no such TLS block (yet) */
 };
 
 /* Event kinds (gs_event_hdr.kind). */
@@ -70,6 +72,18 @@ struct proc_module_offsets_value {
     __u64 bss;
 };
 
+/* Where a module's thread-local storage block is in one process (value
+ * of proc_module_tls, same key as proc_module_offsets), from the dynamic
+ * loader's struct link_map (runtime/tls.py). x86-64 TLS variant II:
+ * block_offset > 0: the block is in the static TLS area, at thread pointer
+ * (task_struct.thread.fsbase) - block_offset (glibc's l_tls_offset);
+ * block_offset == 0: it is reached through the thread's DTV, at
+ * dtv[modid].pointer.val (a module dlopen()ed after start-up). */
+struct proc_module_tls_value {
+    __s64 block_offset;
+    __u64 modid;
+};
+
 /* Per probe (array index = probe_id), per CPU: trace events written to the
  * ring and events the ring refused. With what the tracer read, these give
  * an exact account: read + lost = sent + failed. */
@@ -90,5 +104,6 @@ struct gs_scratch {
 #define GS_MAP_OFFSETS proc_module_offsets
 #define GS_MAP_PID_ALIASES pid_aliases
 #define GS_MAP_OFFSETS_WANTED gs_offsets_wanted
+#define GS_MAP_TLS proc_module_tls
 
 #endif /* GS_ABI_H */

@@ -6,6 +6,8 @@ only at other sites. The frame a site sees is the one gdb stops in there
 (dwarf/scopes.py); the frames around it are named, not listed."""
 from __future__ import annotations
 
+import os
+
 from gs_cgen.dwarf.model import AtAddress, FrameScope, StaticAddress, describe_variable
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan.modules import ModuleSet
@@ -48,7 +50,7 @@ def _describe_site(module, site, by_name: bool, frame: FrameScope, scope: SiteSc
     if not frame.variables:
         lines.append("  no parameters or locals")
     for var in frame.variables:
-        location = describe_variable(var)
+        location = describe_variable(var, os.path.basename(module.path))
         if isinstance(var.location, (AtAddress, StaticAddress)):
             location += f" ({module.section_of(var.location.address)})"
         declared = f"  ({var.scope})" if var.scope else ""

@@ -50,7 +50,7 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         if options.dry_run:
             _print_sites(compiled)
             return 0
-        keeper = OffsetKeeper(session, compiled.plan.modules, options.pid)
+        keeper = OffsetKeeper(session, compiled.plan.modules, options.pid, notes=diagnostics)
         keeper.fill_existing()
         if stop.raised:
             return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable, LineSite,
-                                 LoadSegment, VisibleVariable)
+                                 LoadSegment, TlsSegment, VisibleVariable)
 from gs_cgen.errors import DebugInfoError, nearest
 
 INT = None  # filled below to avoid import cycles in type hints
@@ -41,6 +41,8 @@ class FakeModule:
         LoadSegment(0x3df0, 0x300, 0x2df0, 0x280, False, True),
     )
     is_pie: bool = True
+    tls_segment: TlsSegment | None = TlsSegment(0x3df0, 0x10, 0x40, 0x10)   # PT_TLS
+    dynamic_vaddr: int | None = 0x3e00
     has_debug_info: bool = True
     local_functions: set[str] = field(default_factory=set)     # static: not exported
     ifuncs: dict[str, object] = field(default_factory=dict)    # name -> IfuncSymbol

@@ -126,6 +126,8 @@ def translate_value(ops, written) -> ValueExpression | None:
                 if reg not in CALLEE_SAVED or register_name(reg) in written:
                     return None
                 stack.append(("reg", reg, offset))
+            elif name == "DW_OP_addr":        # a static object's address
+                stack.append(("static", op.args[0]))
             elif name == "DW_OP_plus_uconst":
                 stack.append(("+", stack.pop(), ("const", op.args[0])))
             elif name in _BINARY:

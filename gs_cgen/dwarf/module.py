@@ -12,21 +12,22 @@ import os
 import struct
 
 from gs_cgen.dwarf.cache import open_index_cache
-from gs_cgen.dwarf.callsites import call_site_values, calls_to
-from gs_cgen.dwarf.code import check_instruction_boundary, registers_written
+from gs_cgen.dwarf.callsites import calls_to
+from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, EntryValue, InRegister,
-                                 OptimizedOut, StaticAddress, VariableLocation, register_name,
-                                 CodeLocation, FrameScope, FunctionSite, GlobalVariable, IfuncSymbol,
-                                 LineSite, LoadSegment, UnsupportedLocation, VisibleVariable)
+from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable,
+                                 IfuncSymbol, LineSite, LoadSegment, OptimizedOut, ThreadLocal,
+                                 TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable)
 from gs_cgen.dwarf.relocs import dynamic_relocations, dynamic_symbol_names, import_slots
-from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, variable_at
+from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
+from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, locate_die, variable_at
 from gs_cgen.dwarf.symvers import parse_spelling
+from gs_cgen.dwarf.tls import tls_expression_bytes
 from gs_cgen.dwarf.sites import (covering_line, function_probe_address, inlined_instances,
                                  is_optimized_gcc, line_at, match_files, stmt_rows_for)
 from gs_cgen.dwarf.typebuild import TypeBuilder
@@ -48,6 +49,9 @@ _GCC_BASE_NAMES = {
     "long": "long int", "unsigned long": "long unsigned int",
     "long long": "long long int", "unsigned long long": "long long unsigned int",
     "bool": "_Bool",
+    "unsigned __int128": "__int128 unsigned", "signed __int128": "__int128",
+    "_Complex float": "complex float", "_Complex double": "complex double",
+    "_Complex long double": "complex long double",
 }
 
 
@@ -100,6 +104,8 @@ class ModuleDebugInfo:
         self.build_id = self._elf.build_id
         self.is_pie = self._elf.is_pie
         self.segments: tuple[LoadSegment, ...] = self._elf.segments
+        self.tls_segment: TlsSegment | None = self._elf.tls_segment    # PT_TLS
+        self.dynamic_vaddr: int | None = self._elf.dynamic_vaddr       # PT_DYNAMIC
         search = find_debug_info(self._elf, self.path, target_root)
         self._debug_elf = search.image
         self._debug_searched = search.searched
@@ -174,7 +180,14 @@ class ModuleDebugInfo:
             symbols.versioned_names(SymbolKind.FUNC)
 
     def global_names(self) -> list[str]:
-        return _base_names(self._elf.symbols.names(SymbolKind.OBJECT))
+        symbols = self._elf.symbols
+        return _base_names(symbols.names(SymbolKind.OBJECT) + symbols.names(SymbolKind.TLS))
+
+    def symbol_address(self, name: str) -> int | None:
+        """The link-time address of data object `name` (`_r_debug` in
+        ld.so), from the symbol tables alone: no DWARF needed."""
+        symbols = self._elf.symbols.named(name, SymbolKind.OBJECT)
+        return symbols[0].address if symbols else None
 
     # ---------------------------------------------------------- functions
 
@@ -425,53 +438,55 @@ class ModuleDebugInfo:
         return hit
 
     def _resolved(self, hit, pc: int, found) -> list[VisibleVariable]:
-        """What scopes.py cannot decide alone, decided with the ELF file:
-        entry values (is the register still intact?) and static addresses
-        (did the linker keep the object?)."""
-        written = None
+        """What scopes.py cannot decide alone, decided with the ELF file
+        (dwarf/resolve.py)."""
+        function = hit[1]
+        die = self._dwarf.die_at(function.die_offset)
+        resolver = LocationResolver(ResolveContext(
+            elf=self._elf, ranges=function.ranges,
+            call_sites=lambda: calls_to(self._dwarf, die), cfa=lambda: self._cfa_at(pc),
+            locate_die=lambda offset: locate_die(self._scope_context, die,
+                                                 self._dwarf.die_at(offset), pc)))
         out = []
         for variable in found:
-            location = variable.location
-            if isinstance(location, EntryValue):
-                if written is None:
-                    written = registers_written(self._elf, hit[1].ranges)
-                location = self._entry_value(hit, pc, location, written)
-            elif isinstance(location, (AtAddress, StaticAddress)) and \
-                    self._elf.segment_of(location.address) is None:
-                # ld leaves DW_OP_addr 0 (or a stale address) for discarded sections.
-                location = OptimizedOut(f"static address 0x{location.address:x} is outside the "
-                                        "module's loaded segments (discarded by the linker)")
+            location = resolver.resolve(variable.location)
+            if isinstance(location, ThreadLocal):
+                location = self._thread_local(location)
             out.append(variable if location is variable.location
                        else dataclasses.replace(variable, location=location))
         return out
 
-    def _entry_value(self, hit, pc: int, entry: EntryValue, written) -> VariableLocation:
-        """The register itself when the function never writes it; else the
-        caller's DW_AT_call_value, chosen at run time by return address."""
-        reg, name = entry.dwarf_register, register_name(entry.dwarf_register)
-        if reg <= 16 and name not in written:
-            return InRegister(reg)
-        die = self._dwarf.die_at(hit[1].die_offset)
-        cases = call_site_values(calls_to(self._dwarf, die), reg, written)
-        cfa = self._cfa_at(pc)
-        if cases and isinstance(cfa, tuple):
-            return CallSiteValue(AtRegisterOffset(cfa[0], cfa[1] - 8), tuple(cases))
-        return OptimizedOut(f"entry value of {name}, which this function overwrites, and no "
-                            "call site says how it was computed")
+    def _thread_local(self, location: ThreadLocal) -> VariableLocation:
+        # ld leaves the offset of a discarded object too: it must be in PT_TLS.
+        tls = self.tls_segment
+        if tls is None or location.offset >= tls.memsz:
+            size = "none" if tls is None else f"0x{tls.memsz:x} bytes"
+            return OptimizedOut(f"TLS offset 0x{location.offset:x} is outside the module's TLS "
+                                f"block ({size}; discarded by the linker)")
+        return location
 
     def find_global(self, name: str) -> GlobalVariable | None:
-        """A global, file-scope static or function-level static."""
+        """A global, file-scope static or function-level static, or one of
+        those declared __thread / _Thread_local."""
         self.require_debug_info()
         for sym in self._symbols_named(name, SymbolKind.OBJECT):
-            die = self._variable_die_at(sym.address, name)
+            die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), name)
             if die is not None:
                 return self._global(die, name, sym.address)
+        if self.tls_segment is None:
+            return None
+        for sym in self._symbols_named(name, SymbolKind.TLS):
+            # st_value of an STT_TLS symbol is its offset in the TLS block.
+            for needle in tls_expression_bytes(sym.address):
+                die = self._variable_die_at(needle, name)
+                if die is not None:
+                    return self._global(die, name, sym.address, thread_local=True)
         return None
 
-    def _variable_die_at(self, address: int, name: str):
-        # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1):
-        # search the raw bytes, then parse only the CU holding the hit.
-        needle = b"\x03" + struct.pack("<Q", address)
+    def _variable_die_at(self, needle: bytes, name: str):
+        # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1),
+        # or the TLS shape (dwarf/tls.py): search the raw bytes, then parse
+        # only the CU holding the hit.
         for pos in self._dwarf.find_bytes(needle, _SEARCH_LIMIT):
             die = self._die_enclosing(pos)
             if die is not None and die.tag == "DW_TAG_variable" and die_name(die) == name:
@@ -494,15 +509,29 @@ class ModuleDebugInfo:
             parent = last
         return None
 
-    def _global(self, die, name: str, address: int) -> GlobalVariable:
+    def _global(self, die, name: str, address: int, thread_local: bool = False) -> GlobalVariable:
         typed = origin_having(die, "DW_AT_type") or die
         file_attr = inherited_attr(die, "DW_AT_decl_file")
         line_attr = inherited_attr(die, "DW_AT_decl_line")
         return GlobalVariable(
             name=name, type=self._types.type_of(typed), address=address,
-            section=self.section_of(address),
+            section="tls" if thread_local else self.section_of(address),
             decl_file=self._decl_file(die.cu, file_attr.value) if file_attr else None,
-            decl_line=line_attr.value if line_attr else None)
+            decl_line=line_attr.value if line_attr else None, thread_local=thread_local)
+
+    def struct_member_offsets(self, name: str, members: tuple[str, ...]) -> dict[str, int] | None:
+        """Byte offsets of `members` in the definition of `struct name`
+        that has them all (glibc's ld.so has two `struct link_map`: the
+        public one of <link.h> and its own, longer one); None if none has."""
+        self.require_debug_info()
+        for offset in self._type_candidate_cus(name):
+            for die in self._dwarf.cu_at(offset).iter_DIEs():
+                if die.tag == "DW_TAG_structure_type" and die_name(die) == name and \
+                        "DW_AT_declaration" not in die.attributes:
+                    found = _member_offsets(die, members)
+                    if found is not None:
+                        return found
+        return None
 
     # -------------------------------------------------------------- types
 
@@ -602,6 +631,17 @@ class ModuleDebugInfo:
 # What GNU as records for a .S file (DWARF 5 section 7.12 leaves assembly
 # languages to vendors; gas, gdb and LLVM use the MIPS value).
 _DW_LANG_MIPS_ASSEMBLER = 0x8001
+def _member_offsets(struct_die, members: tuple[str, ...]) -> dict[str, int] | None:
+    found = {}
+    for child in struct_die.iter_children():
+        location = child.attributes.get("DW_AT_data_member_location")
+        name = die_name(child)
+        if child.tag == "DW_TAG_member" and name in members and location is not None and \
+                isinstance(location.value, int):
+            found[name] = location.value
+    return found if len(found) == len(members) else None
+
+
 def _function_covering(functions, address: int) -> FunctionEntry | None:
     for entry in functions:
         if any(lo <= address < hi for lo, hi in entry.ranges):

@@ -107,6 +107,16 @@ def variable_at(ctx: ScopeContext, function_die, die, pc: int) -> VisibleVariabl
     return _variable(ctx, die, pc, _FrameBase(ctx, function_die, pc), None)
 
 
+def locate_die(ctx: ScopeContext, function_die, die, pc: int):
+    """The location at `pc` of any DIE with DW_AT_location or
+    DW_AT_const_value (the artificial object an implicit pointer names)."""
+    return ctx.locations.locate(die, pc, *_locate_args(_FrameBase(ctx, function_die, pc)))[0]
+
+
+def _locate_args(frame_base: "_FrameBase") -> tuple:
+    return frame_base, frame_base.cfa, frame_base.entry_pc
+
+
 # ------------------------------------------------------------- the tree
 
 def _scope_chain(index: DwarfIndex, function_die, pc: int) -> list:
@@ -257,7 +267,7 @@ def _variable(ctx: ScopeContext, die, pc: int, frame_base: "_FrameBase",
     line_attr = inherited_attr(die, "DW_AT_decl_line")
     # gdb's dwarf2_attr follows the origin for these too; a constant wins.
     located = origin_having(die, "DW_AT_const_value") or origin_having(die, "DW_AT_location") or die
-    location, origin = ctx.locations.locate(located, pc, frame_base)
+    location, origin = ctx.locations.locate(located, pc, *_locate_args(frame_base))
     if origin.form is LocationForm.FRAME_OFFSET:
         origin = dataclasses.replace(origin, frame_base=frame_base.label)
     return VisibleVariable(
@@ -282,6 +292,19 @@ class _FrameBase:
         self._ctx, self._die, self._pc = ctx, function_die, pc
         self._value = None
         self.label: str | None = None
+
+    def cfa(self):
+        return self._ctx.cfa_at(self._pc)
+
+    @property
+    def entry_pc(self) -> int | None:
+        """The function's entry: where gdb applies empty location-list
+        entries (dwarf/locations.py _select_entry)."""
+        attr = self._die.attributes.get("DW_AT_entry_pc")
+        if attr is not None and attr.form == "DW_FORM_addr":
+            return attr.value
+        ranges = self._ctx.index.die_ranges(self._die)
+        return ranges[0][0] if ranges else None
 
     def __call__(self):
         if self._value is None:

@@ -37,5 +37,10 @@ def offsets_variable(cookie: int) -> str:
     return f"gs_offsets_{cookie:x}"
 
 
+def tls_variable(cookie: int) -> str:
+    """The local holding a module's proc_module_tls entry (or NULL)."""
+    return f"gs_tls_{cookie:x}"
+
+
 def statement(code: str, indent: int = 1) -> str:
     return "    " * indent + code

@@ -112,6 +112,22 @@ static __always_inline void gs_read_stack(struct pt_regs *ctx, __u8 *ev, __u32 s
 }
 
 /* `size` bytes at `addr`, sign- or zero-extended to 64 bits. */
+/* One part of a composite value, read into place. */
+static __always_inline int gs_read_part(__u8 *dst, __u32 size, __u64 addr,
+                                        __u8 *status, __u64 *failed_at)
+{
+    *failed_at = addr;
+    if (addr == 0) {
+        *status = GS_STATUS_NULL_DEREF;
+        return 1;
+    }
+    if (gs_read_user_helper(dst, size, (const void *)addr)) {
+        *status = GS_STATUS_READ_ERROR;
+        return 1;
+    }
+    return 0;
+}
+
 static __always_inline int gs_load(__u64 *out, __u64 addr, __u32 size, int is_signed,
                                    __u8 *status, __u64 *failed_at)
 {
@@ -133,6 +149,57 @@ static __always_inline int gs_load(__u64 *out, __u64 addr, __u32 size, int is_si
         *out = (__u64)(__s64)(__s32)*out;
     return 0;
 }
+
+#ifdef GS_TASK_FSBASE_OFFSET
+/* Where a module's TLS block starts for the thread running the probe
+ * (x86-64 TLS variant II, as glibc lays it out). The thread pointer is the
+ * FS base the kernel keeps in task_struct.thread.fsbase (saved there by
+ * arch_prctl(ARCH_SET_FS) and clone(CLONE_SETTLS), which is how glibc
+ * sets it); it is read by offset because generated C may not depend on
+ * the kernel headers' struct layouts. A block in the static TLS area is
+ * at tp - block_offset; any other one is dtv[modid].pointer.val: the
+ * thread's DTV is at tcb + 8 (tcbhead_t.dtv), 16-byte entries (dtv_t),
+ * its length in dtv[-1]; an unallocated entry is 0 or -1
+ * (TLS_DTV_UNALLOCATED). tests/unit/runtime/test_tls_reader.py checks
+ * these glibc offsets against ld.so's DWARF. */
+static __always_inline int gs_tls_block(__u64 *out, struct proc_module_tls_value *tls,
+                                        __u8 *status, __u64 *failed_at)
+{
+    __u64 tp = 0, dtv = 0, length = 0, block = 0;
+    *out = 0;
+    *failed_at = 0;
+    if (!tls) {
+        *status = GS_STATUS_TLS_UNAVAILABLE;
+        return 1;
+    }
+    void *task = (void *)bpf_get_current_task();
+    if (bpf_probe_read_kernel(&tp, sizeof(tp), (__u8 *)task + GS_TASK_FSBASE_OFFSET) || !tp) {
+        *status = GS_STATUS_TLS_NOT_ALLOCATED;      /* no thread pointer yet */
+        return 1;
+    }
+    if (tls->block_offset > 0) {
+        *out = tp - (__u64)tls->block_offset;
+        return 0;
+    }
+    if (gs_load(&dtv, tp + 8, 8, 0, status, failed_at) ||
+        gs_load(&length, dtv - 16, 8, 0, status, failed_at))
+        return 1;
+    if (tls->modid == 0 || tls->modid > length) {
+        *status = GS_STATUS_TLS_NOT_ALLOCATED;
+        *failed_at = 0;
+        return 1;
+    }
+    if (gs_load(&block, dtv + 16 * tls->modid, 8, 0, status, failed_at))
+        return 1;
+    if (block == 0 || block == (__u64)-1) {
+        *status = GS_STATUS_TLS_NOT_ALLOCATED;
+        *failed_at = 0;
+        return 1;
+    }
+    *out = block;
+    return 0;
+}
+#endif
 
 /* Signed division without the BPF sdiv instruction (older -mcpu targets);
  * truncates toward zero as C does. The divisor is known non-zero. */

@@ -23,6 +23,8 @@ def emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
             return f"((__u64)hdr->{field})"
         case ir.ModuleAddress():
             return _module_address(w, node, fail)
+        case ir.ThreadLocalBase(cookie):
+            return _thread_local_base(w, cookie, fail)
         case ir.Load():
             return _load(w, node, fail)
         case ir.NonNull(pointer):
@@ -79,6 +81,16 @@ def _module_address(w: CWriter, node: ir.ModuleAddress, fail: str) -> str:
     w.line(f"if (!{offsets}) {{ gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; "
            f"gs_fa = {c.u64_literal(node.address)}; goto {fail}; }}")
     return f"({c.u64_literal(node.address)} + {offsets}->{node.section})"
+
+
+def _thread_local_base(w: CWriter, cookie: int, fail: str) -> str:
+    """gs_tls_block (gs_prelude.h) fails with TlsUnavailable when the
+    tracer has not filled the module's proc_module_tls entry."""
+    temp = w.fresh("tls")
+    w.line(f"__u64 {temp} = 0;")
+    w.line(f"if (gs_tls_block(&{temp}, {c.tls_variable(cookie)}, &gs_st, &gs_fa))")
+    w.line(f"    goto {fail};")
+    return temp
 
 
 def _load(w: CWriter, node: ir.Load, fail: str) -> str:

@@ -146,6 +146,12 @@ class TraceSession:
         table[key] = table.Leaf(text=offsets.text & _U64, rodata=offsets.rodata & _U64,
                                 data=offsets.data & _U64, bss=offsets.bss & _U64)
 
+    def set_module_tls(self, pid: int, cookie: int, block) -> None:
+        """A module's TLS block in process `pid` (runtime/tls.py TlsBlock)."""
+        table = self.bpf[abi().map_names["GS_MAP_TLS"]]
+        key = table.Key(pid=pid, pad=0, module_cookie=cookie)
+        table[key] = table.Leaf(block_offset=block.block_offset, modid=block.modid)
+
     def event_counts(self) -> EventCounts:
         """The probes' sent/failed counters, summed over probes and CPUs."""
         table = self.bpf[abi().map_names["GS_MAP_COUNTS"]]

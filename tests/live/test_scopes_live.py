@@ -54,11 +54,13 @@ def test_function_probes_see_the_frame_gdb_stops_in(build_dir):
     not clampk's 7. opt_scale and twice: inlined copies described by
     DW_AT_ranges (and, for twice, a DW_AT_entry_pc outside them), whose
     variables used to be lost. gs_labelled: known to gdb by its asm label.
-    The `ev` line: a lexical block with DW_AT_ranges in a loop."""
+    The `ev` line: a lexical block with DW_AT_ranges in a loop, where `i`
+    and `n` are entry values main's call site gives (`i` from the static
+    address of main's array, DW_OP_addr in DW_AT_call_value)."""
     binary = compile_fixture(build_dir, "scopes.c", "-g -O2 -fPIE -pie")
     ev = marker("scopes.c", "ev")
     probes = [("getint", ["k", "g_rounds", "slot"]), ("opt_scale", ["value", "factor"]),
-              ("twice", ["x"]), ("gs_labelled", ["a"]), (f"scopes.c:{ev}", ["ev", "total"])]
+              ("twice", ["x"]), ("gs_labelled", ["a"]), (f"scopes.c:{ev}", ["ev", "total", "i", "n"])]
     ours = _check(binary, probes)
     getint = [values for pattern, values in ours if pattern == "getint"]
     # k is getint's own: round % 9 + 1 (clampk's k is always 7)

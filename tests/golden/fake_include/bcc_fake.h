@@ -17,6 +17,8 @@ __u64 bpf_get_current_pid_tgid(void);
 __u64 bpf_ktime_get_ns(void);
 long bpf_get_ns_current_pid_tgid(__u64 dev, __u64 ino, struct bpf_pidns_info *info, __u32 size);
 long bpf_get_stack(void *ctx, void *buf, __u32 size, __u64 flags);
+__u64 bpf_get_current_task(void);
+long bpf_probe_read_kernel(void *dst, __u32 size, const void *src);
 #define BPF_F_USER_STACK 256
 #define BPF_FUNC_probe_read_user 112
 #define BPF_FUNC_probe_read_user_str 114

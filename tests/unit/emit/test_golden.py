@@ -15,7 +15,7 @@ from gs_cgen.dwarf.model import (AtRegisterOffset, FunctionSite, GlobalVariable,
 from gs_cgen.emit.program import emit_program
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.build import PlanOptions, build_plan
-from gs_cgen.plan.model import EventTransport, PidNamespace
+from gs_cgen.plan.model import EventTransport, PidNamespace, ThreadPointer
 from gs_cgen.script.check import check
 from gs_cgen.script.parser import parse
 from tests.fakes import BOOL, CHAR_PTR, COLOR, INT, LONG, REQUEST_PTR, FakeModule
@@ -41,6 +41,10 @@ def server_module() -> FakeModule:
     module.globals["g_count"] = GlobalVariable("g_count", INT, 0x4010, "data")
     module.globals["g_color"] = GlobalVariable("g_color", COLOR, 0x4014, "data")
     module.globals["g_name"] = GlobalVariable("g_name", CHAR_PTR, 0x4020, "data")
+    module.globals["t_requests"] = GlobalVariable("t_requests", INT, 0x10, "tls",
+                                                  thread_local=True)
+    module.globals["t_last"] = GlobalVariable("t_last", REQUEST_PTR, 0x18, "tls",
+                                              thread_local=True)
     return module
 
 
@@ -49,7 +53,10 @@ def generate(case: str) -> str:
     check(script)
     transport = EventTransport.PERF if "perf" in case else EventTransport.RINGBUF
     namespace = PidNamespace(True, 4, 4026532000) if "pidns" in case else PidNamespace(False)
-    options = PlanOptions(f"{case}.gs", namespace, transport, input_pid=1234)
+    # A fixed task_struct.thread.fsbase offset: goldens must not depend on the kernel.
+    thread_pointer = ThreadPointer(3128) if "tls" in case else ThreadPointer(None, "not read")
+    options = PlanOptions(f"{case}.gs", namespace, transport, input_pid=1234,
+                          thread_pointer=thread_pointer)
     return emit_program(build_plan(script, ModuleSet.of(server_module()), options))
 
 
