@@ -96,14 +96,9 @@ def frame_scope(ctx: ScopeContext, function_die, pc: int, frame_die: int | None 
                       hidden=tuple(die_name(f[0]) or "?" for f in reversed(frames[k + 1:])))
 
 
-def visible_variables(ctx: ScopeContext, function_die, pc: int,
-                      frame_die: int | None = None) -> list[VisibleVariable]:
-    return list(frame_scope(ctx, function_die, pc, frame_die).variables)
-
-
 def variable_at(ctx: ScopeContext, function_die, die, pc: int) -> VisibleVariable | None:
     """One parameter or local DIE of `function_die`, located at `pc` as
-    visible_variables locates it (None for DIEs that are not variables)."""
+    frame_scope locates it (None for DIEs that are not variables)."""
     return _variable(ctx, die, pc, _FrameBase(ctx, function_die, pc), None)
 
 
