@@ -346,6 +346,29 @@ class VisibleVariable:
     decl_file: str | None = None
     decl_line: int | None = None
     origin: LocationOrigin | None = None      # how DWARF described `location`
+    # The block it is declared in, for `gs-cgen info`: "inlined clampk" (an
+    # inlined instance's own scope), "block at line 40" (a lexical block);
+    # None for the function's own top-level scope.
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class FrameScope:
+    """What gdb shows in the frame it selects when it stops at a PC (see
+    dwarf/scopes.py for which frame that is).
+
+    `function`: the selected frame's function; `inlined`: it is an inlined
+    instance. `variables`: its parameters and locals in scope at the PC,
+    innermost block first. `inlined_into`: the functions the selected frame
+    is inlined in, innermost first (their variables are not in scope, as
+    in gdb). `hidden`: inlined calls that begin at this PC inside the
+    selected frame, which gdb does not show (innermost first)."""
+
+    function: str | None
+    inlined: bool
+    variables: tuple[VisibleVariable, ...]
+    inlined_into: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -376,6 +399,9 @@ class FunctionSite:
     # Why DWARF describes no parameters or locals here (hand-written
     # assembly, a symbol without DWARF); None for a described function.
     no_variables: str | None = None
+    # The DIE (DW_TAG_subprogram or DW_TAG_inlined_subroutine) of this copy:
+    # a probe here sees its frame, as gdb's `break NAME` does.
+    frame_die: int | None = None
 
 
 @dataclass(frozen=True)
@@ -397,6 +423,9 @@ class LineSite:
     line: int                 # the line actually probed (may follow the requested one)
     address: int
     function: str | None      # enclosing function name, if known
+    # The function whose frame gdb selects here, when the address moved to
+    # the end of its prologue (the line is its first); None: the innermost.
+    frame_die: int | None = None
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,8 @@ class ResolveContext:
 
     elf: object                                   # ElfImage: segment_of
     ranges: list                                  # the function's address ranges
-    cu: object
-    callee_offsets: set                           # the function's DIE (and abstract origin)
-    reference: Callable                           # (die, attr) -> DIE offset | None
+    call_sites: Callable[[], list]                # () -> the DIEs of the calls to the function,
+                                                  # in every CU (dwarf/callsites.py calls_to)
     cfa: Callable                                 # () -> (reg, offset) | VariableLocation
     locate_die: Callable[[int], VariableLocation]  # DIE offset -> its location at the PC
 
@@ -114,10 +113,10 @@ class LocationResolver:
         """The caller's DW_AT_call_value for each overwritten entry
         register, chosen at run time by the return address."""
         ctx = self.context
+        call_sites = ctx.call_sites()
         per_site: dict[int, dict[int, tuple]] = {}
         for register in sorted(lost):
-            for return_pc, value in call_site_values(ctx.cu, ctx.callee_offsets, register,
-                                                     ctx.reference, self.written):
+            for return_pc, value in call_site_values(call_sites, register, self.written):
                 per_site.setdefault(return_pc, {})[register] = value.tree
         cases = tuple((pc, ValueExpression(_substitute(tree, values)))
                       for pc, values in sorted(per_site.items()) if set(values) == lost)

@@ -42,6 +42,9 @@ class ProbeSite:
     function_note: str | None = None   # "IFUNC, chosen by this process"
     no_variables: str | None = None    # why no DWARF variables are visible here (assembly)
     open_path: str = ""       # where the uprobe is attached; '' = module_path
+    # The DIE of the function copy whose frame the probe sees, as gdb's
+    # `break FUNC` (FunctionSite.frame_die); None: the innermost frame.
+    frame_die: int | None = None
 
     @property
     def attach_path(self) -> str:

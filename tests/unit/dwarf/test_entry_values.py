@@ -37,6 +37,9 @@ def test_call_value_programs_translate_to_trees():
     assert translate_value(ops, frozenset({"r12"})) is None
     assert translate_value([Op("DW_OP_breg5", [0])], frozenset()) is None
     assert translate_value([Op("DW_OP_deref", [])], frozenset()) is None
+    # A static object's address (main passing its array): relocated by the probe.
+    assert translate_value([Op("DW_OP_addr", [0x2020])], frozenset()) == \
+        ValueExpression(("static", 0x2020))
 
 
 def test_entry_value_after_the_loop_comes_from_the_call_site(tmp_path):

@@ -134,15 +134,17 @@ def test_pc_outside_functions_is_an_error(binaries):
 
 
 @pytest.mark.parametrize("build", ("O2", "O2-dwarf4"))
-def test_inlined_scope_comes_first_like_gdb(binaries, gdb_text, build):
-    """At -O2 clamp_add() is inlined into bump(): its parameters come from
-    the DW_TAG_inlined_subroutine (names via DW_AT_abstract_origin)."""
+def test_inlined_scope_is_its_own_frame_like_gdb(binaries, gdb_text, build):
+    """At -O2 clamp_add() is inlined into bump(): at a line of clamp_add the
+    innermost frame is clamp_add's, with its parameters from the
+    DW_TAG_inlined_subroutine (names via DW_AT_abstract_origin). gdb's
+    `info scope` stops at that frame's function block, and `print before`
+    (bump's local) is "No symbol in current context": bump's variables are
+    not in scope there."""
     module = open_module(binaries[build])
     (site,) = module.find_lines("dwarf_inline.c", 5)
-    names = [v.name for v in module.variables_at(site.address)]
+    frame = module.frame_at(site.address, site.frame_die)
     gdb_names = [n for n in _scope(gdb_text, binaries[build], "dwarf_inline.c:5") if n != "clamp_add"]
-    assert names[:len(gdb_names)] == gdb_names
-    # bump()'s frame follows, without `limit`: clamp_add's own parameter of
-    # that name hides it, as in C.
-    assert set(names[len(gdb_names):]) == {"counter", "before"}
+    assert [v.name for v in frame.variables] == gdb_names
+    assert frame.function == "clamp_add" and frame.inlined and frame.inlined_into == ("bump",)
     assert site.function == "bump"
