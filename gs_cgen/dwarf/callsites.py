@@ -11,6 +11,7 @@ from gs_cgen.dwarf.expression import CONSTANT_OPS, breg_operands, decode_ops, nu
 from gs_cgen.dwarf.index import DwarfIndex, die_name
 from gs_cgen.dwarf.model import ValueExpression, register_name
 
+_PARAMETER_REFS = ("DW_AT_call_parameter", "DW_AT_abstract_origin")
 _CALL_SITE_TAGS = ("DW_TAG_call_site", "DW_TAG_GNU_call_site")
 _PARAMETER_TAGS = ("DW_TAG_call_site_parameter", "DW_TAG_GNU_call_site_parameter")
 _ORIGIN_ATTRS = ("DW_AT_call_origin", "DW_AT_abstract_origin")
@@ -82,6 +83,12 @@ def _same_function(index: DwarfIndex, die) -> list:
     return chain
 
 
+def _refers_to(die, attribute: str, offset: int) -> bool:
+    attr = die.attributes.get(attribute)
+    return attr is not None and attr.form == "DW_FORM_ref4" and \
+        attr.value + die.cu.cu_offset == offset
+
+
 def _points_to(die, attribute: str, target) -> bool:
     attr = die.attributes.get(attribute)
     return attr is not None and attr.form == "DW_FORM_ref4" and \
@@ -92,6 +99,33 @@ def _offsets_from_plain(plain) -> list[int]:
     if not all(isinstance(offset, int) for offset in plain):
         raise TypeError("call-site offsets")
     return list(plain)
+
+
+def call_site_parameter_values(call_sites, parameter: int, written) -> \
+        list[tuple[int, ValueExpression]]:
+    """(return_pc, value) for every call site that says what it passed for
+    the parameter DIE at `parameter` (DW_OP_GNU_parameter_ref: a parameter
+    GCC removed from a clone; the call site names it by DW_AT_call_parameter
+    or DW_AT_abstract_origin instead of a register)."""
+    found = []
+    for die in call_sites:
+        return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS
+                          if a in die.attributes), None)
+        for param in die.iter_children():
+            if param.tag in _PARAMETER_TAGS and any(
+                    _refers_to(param, a, parameter) for a in _PARAMETER_REFS):
+                value = _value_of(param, written)
+                if return_pc is not None and value is not None:
+                    found.append((return_pc, value))
+    return found
+
+
+def _value_of(param, written) -> ValueExpression | None:
+    value_attr = next((param.attributes[a] for a in _VALUE_ATTRS if a in param.attributes), None)
+    if value_attr is None:
+        return None
+    ops = decode_ops(value_attr.value, param.cu.structs)
+    return translate_value(ops, written) if isinstance(ops, list) else None
 
 
 def _argument(call_site, register: int, structs, written) -> ValueExpression | None:

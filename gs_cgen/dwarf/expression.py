@@ -189,7 +189,6 @@ _WHY = {
     "DW_OP_xderef": "a read from another address space",
     "DW_OP_xderef_size": "a read from another address space",
     "DW_OP_xderef_type": "a read from another address space",
-    "DW_OP_GNU_parameter_ref": "a reference to a caller's parameter",
     "DW_OP_GNU_variable_value": "the value of another variable",
     "DW_OP_push_object_address": "the object's own address",
     "DW_OP_call2": "a call to another DIE", "DW_OP_call4": "a call to another DIE",
@@ -296,6 +295,10 @@ class _Evaluation:
             self.typed(op)
         elif name in _ENTRY_VALUE:
             self.entry_value(op)
+        elif name == "DW_OP_GNU_parameter_ref":
+            # A parameter GCC removed from this clone: its value at entry,
+            # which only the callers' call sites know (dwarf/resolve.py).
+            self.push(("param", op.args[0]))
         elif name != "DW_OP_nop":
             self.stack_op(op)
 

@@ -102,7 +102,9 @@ class ValueExpression:
     ("deref", address, size) (size bytes, zero-extended),
     ("convert", x, size, signed) (truncate to size bytes, then extend),
     ("entry", dwarf_reg) (the register at function entry; resolved by
-    dwarf/module.py before planning), (op, left, right) for
+    dwarf/module.py before planning), ("param", cu_relative_die) (a
+    removed parameter's value at entry, DW_OP_GNU_parameter_ref; resolved
+    likewise), (op, left, right) for
     + - * & | ^ << >> >>a /s %u == != <s <=s >s >=s, and ("~", x),
     ("neg", x), ("abs", x)."""
 
@@ -253,6 +255,8 @@ def expression_text(tree: tuple, inner: bool = False) -> str:
         return f"({'i' if tree[3] else 'u'}{8 * tree[2]}) {expression_text(tree[1], True)}"
     if kind == "entry":
         return f"{register_name(tree[1])}@entry"
+    if kind == "param":
+        return f"parameter@entry(DIE 0x{tree[1]:x})"
     if kind in ("~", "neg", "abs"):
         return f"{'-' if kind == 'neg' else kind}({expression_text(tree[1])})"
     if kind in _INFIX:

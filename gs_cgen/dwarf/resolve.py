@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from gs_cgen.dwarf.callsites import call_site_values
+from gs_cgen.dwarf.callsites import call_site_parameter_values, call_site_values
 from gs_cgen.dwarf.code import registers_written
 from gs_cgen.dwarf.expression import registers_in
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Composite,
@@ -26,6 +26,7 @@ class ResolveContext:
 
     elf: object                                   # ElfImage: segment_of
     ranges: list                                  # the function's address ranges
+    cu_offset: int                                # the function's CU (CU-relative references)
     call_sites: Callable[[], list]                # () -> the DIEs of the calls to the function,
                                                   # in every CU (dwarf/callsites.py calls_to)
     cfa: Callable                                 # () -> (reg, offset) | VariableLocation
@@ -86,9 +87,7 @@ class LocationResolver:
         tree = self._intact_entries(tree)
         lost = _entry_registers(tree)
         if lost:
-            names = ", ".join(register_name(r) for r in sorted(lost))
-            return OptimizedOut(f"address from the entry value of {names}, which this "
-                                "function overwrites")
+            return OptimizedOut(f"address from the entry value of {_inputs_text(lost)}")
         if tree[0] == "reg":
             return AtRegisterOffset(tree[1], tree[2])
         return ComputedAddress(ValueExpression(tree))
@@ -98,7 +97,7 @@ class LocationResolver:
         registers themselves."""
         if tree[0] == "entry" and tree[1] <= 16 and register_name(tree[1]) not in self.written:
             return ("reg", tree[1], 0)
-        if tree[0] in ("const", "reg", "static", "entry"):
+        if tree[0] in ("const", "reg", "static", "entry", "param"):
             return tree
         return (tree[0], *(self._intact_entries(t) if isinstance(t, tuple) else t
                            for t in tree[1:]))
@@ -109,23 +108,38 @@ class LocationResolver:
                 return _discarded(address)
         return None
 
-    def _from_call_sites(self, tree: tuple, lost: set[int]) -> VariableLocation:
-        """The caller's DW_AT_call_value for each overwritten entry
-        register, chosen at run time by the return address."""
+    def _from_call_sites(self, tree: tuple, lost: set[tuple]) -> VariableLocation:
+        """The caller's DW_AT_call_value for each lost entry input (an
+        overwritten register, a DW_OP_GNU_parameter_ref), chosen at run
+        time by the return address."""
         ctx = self.context
         call_sites = ctx.call_sites()
-        per_site: dict[int, dict[int, tuple]] = {}
-        for register in sorted(lost):
-            for return_pc, value in call_site_values(call_sites, register, self.written):
-                per_site.setdefault(return_pc, {})[register] = value.tree
+        per_site: dict[int, dict[tuple, tuple]] = {}
+        for node in sorted(lost):
+            if node[0] == "entry":
+                found = call_site_values(call_sites, node[1], self.written)
+            else:
+                found = call_site_parameter_values(call_sites, ctx.cu_offset + node[1],
+                                                   self.written)
+            for return_pc, value in found:
+                per_site.setdefault(return_pc, {})[node] = value.tree
         cases = tuple((pc, ValueExpression(_substitute(tree, values)))
                       for pc, values in sorted(per_site.items()) if set(values) == lost)
         cfa = ctx.cfa()
         if cases and isinstance(cfa, tuple):
             return CallSiteValue(AtRegisterOffset(cfa[0], cfa[1] - 8), cases)
-        names = ", ".join(register_name(r) for r in sorted(lost))
-        return OptimizedOut(f"entry value of {names}, which this function overwrites, and no "
-                            "call site says how it was computed")
+        return OptimizedOut(f"entry value of {_inputs_text(lost)}, and no call site says how "
+                            "it was computed")
+
+
+def _inputs_text(lost: set[tuple]) -> str:
+    registers = [register_name(n[1]) for n in sorted(lost) if n[0] == "entry"]
+    text = ", ".join(registers)
+    if registers:
+        text += ", which this function overwrites"
+    if any(n[0] == "param" for n in lost):
+        text = (text + " and " if text else "") + "a parameter the compiler removed"
+    return text
 
 
 def _simple_value(tree: tuple) -> VariableLocation:
@@ -142,10 +156,11 @@ def _discarded(address: int) -> OptimizedOut:
                         "segments (discarded by the linker)")
 
 
-def _entry_registers(tree: tuple) -> set[int]:
-    if tree[0] == "entry":
-        return {tree[1]}
-    return {r for t in tree[1:] if isinstance(t, tuple) for r in _entry_registers(t)}
+def _entry_registers(tree: tuple) -> set[tuple]:
+    """The entry inputs of a tree: ("entry", reg) and ("param", die) nodes."""
+    if tree[0] in ("entry", "param"):
+        return {tree}
+    return {n for t in tree[1:] if isinstance(t, tuple) for n in _entry_registers(t)}
 
 
 def _static_addresses(tree: tuple) -> list[int]:
@@ -154,10 +169,10 @@ def _static_addresses(tree: tuple) -> list[int]:
     return [a for t in tree[1:] if isinstance(t, tuple) for a in _static_addresses(t)]
 
 
-def _substitute(tree: tuple, values: dict[int, tuple]) -> tuple:
-    if tree[0] == "entry":
-        return values[tree[1]]
-    if tree[0] in ("const", "reg", "static"):
+def _substitute(tree: tuple, values: dict[tuple, tuple]) -> tuple:
+    if tree in values:
+        return values[tree]
+    if tree[0] in ("const", "reg", "static", "entry", "param"):
         return tree
     return (tree[0], *(_substitute(t, values) if isinstance(t, tuple) else t for t in tree[1:]))
 
