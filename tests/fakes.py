@@ -35,6 +35,7 @@ class FakeModule:
     lines: dict[tuple[str, int], list[LineSite]] = field(default_factory=dict)
     variables: dict[int, list[VisibleVariable]] = field(default_factory=dict)
     globals: dict[str, GlobalVariable] = field(default_factory=dict)
+    copies: dict[str, int] = field(default_factory=dict)       # R_X86_64_COPY slots
     segments: tuple[LoadSegment, ...] = (
         LoadSegment(0x0, 0x1000, 0x0, 0x1000, False, False),
         LoadSegment(0x1000, 0x2000, 0x1000, 0x2000, True, False),
@@ -88,6 +89,12 @@ class FakeModule:
 
     def exports_function(self, name: str) -> bool:
         return name in self.functions and name not in self.local_functions
+
+    def exports_object(self, name: str) -> bool:
+        return name in self.globals
+
+    def copy_of(self, name: str) -> int | None:
+        return self.copies.get(name)
 
     def ifunc_named(self, name: str):
         return self.ifuncs.get(name)

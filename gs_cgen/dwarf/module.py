@@ -23,7 +23,7 @@ from gs_cgen.dwarf.locations import LocationReader
 from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable,
                                  IfuncSymbol, LineSite, LoadSegment, OptimizedOut, ThreadLocal,
                                  TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable)
-from gs_cgen.dwarf.relocs import dynamic_relocations, dynamic_symbol_names, import_slots
+from gs_cgen.dwarf.relocs import copy_slot, dynamic_relocations, dynamic_symbol_names, import_slots
 from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
 from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, locate_die, variable_at
 from gs_cgen.dwarf.symvers import parse_spelling
@@ -260,6 +260,15 @@ class ModuleDebugInfo:
     def import_slots(self, name: str) -> tuple[int, ...]:
         """GOT slots of this file bound to the dynamic symbol `name`."""
         return import_slots(self._relocations, self._dynamic_names, parse_bare(name))
+
+    def copy_of(self, name: str) -> int | None:
+        """The address of this executable's copy of another module's global
+        `name` (an R_X86_64_COPY relocation), where the process keeps it."""
+        return copy_slot(self._relocations, self._dynamic_names, parse_bare(name))
+
+    def exports_object(self, name: str) -> bool:
+        """A global or weak definition of the object `name` here."""
+        return any(not s.local for s in self._elf.symbols.named(name, SymbolKind.OBJECT))
 
     def exports_function(self, name: str) -> bool:
         """A global or weak (not file-local) definition of `name` here: what

@@ -6,6 +6,10 @@ function once ld.so has relocated it (x86-64 psABI, "Relocation Types"):
     itself). ld.so applies these eagerly at load, lazy binding or not.
   - R_X86_64_GLOB_DAT / R_X86_64_JUMP_SLOT: the slot receives the address
     of the named symbol (a JUMP_SLOT only once bound, when binding is lazy).
+  - R_X86_64_COPY: an executable built without -fPIE that reads a
+    library's global gets its own copy at r_offset; ld.so copies the
+    library's initial value there and binds every reference to the name,
+    the library's own included, to the copy.
 
 Only the file's SHF_ALLOC SHT_RELA sections (.rela.dyn, .rela.plt) count.
 """
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 _ELF64_RELA = struct.Struct("<QQq")    # r_offset, r_info, r_addend
 _ELF64_SYM = struct.Struct("<IBBHQQ")
 _SHF_ALLOC = 0x2
+R_X86_64_COPY = 5
 R_X86_64_GLOB_DAT = 6
 R_X86_64_JUMP_SLOT = 7
 R_X86_64_IRELATIVE = 37
@@ -54,6 +59,14 @@ def import_slots(relocations: list[Relocation], names: list[str], name: str) -> 
               and r.symbol < len(names) and names[r.symbol] == name]
     wanted.sort(key=lambda r: r.type != R_X86_64_GLOB_DAT)
     return tuple(r.offset for r in wanted)
+
+
+def copy_slot(relocations: list[Relocation], names: list[str], name: str) -> int | None:
+    """Where this executable holds its copy of the library object `name`."""
+    for r in relocations:
+        if r.type == R_X86_64_COPY and r.symbol < len(names) and names[r.symbol] == name:
+            return r.offset
+    return None
 
 
 def dynamic_symbol_names(image) -> list[str]:

@@ -9,6 +9,8 @@ how to open each one (ModuleFile). A path without an entry there is a file
 of the tracer's own view, opened as it is."""
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -190,10 +192,11 @@ class ModuleSet:
 
     def find_global(self, name: str, own):
         """(module, GlobalVariable): the probe's own module first, then the
-        other modules; a name in several other modules is an error."""
+        other modules; a name in several other modules is an error. A
+        library global the executable has a copy of is read in the copy."""
         glob = own.find_global(name) if own.has_debug_info else None
         if glob is not None:
-            return own, glob
+            return self._copied(own, glob)
         hits = []
         for module in [self.default, *self.others()]:
             if module is own or not module.has_debug_info:
@@ -205,7 +208,22 @@ class ModuleSet:
             raise PlanError(f"global '{name}' is defined in several modules: " +
                             ", ".join(m.path for m, _ in hits),
                             hints=("read it from a probe in the module you mean",))
-        return hits[0] if hits else None
+        return self._copied(*hits[0]) if hits else None
+
+    def _copied(self, owner, glob):
+        """(module, glob) where the process keeps the object: an executable
+        built without -fPIE holds copies of the library globals it reads
+        (R_X86_64_COPY) and every module, the library too, uses the copy;
+        the library's original keeps its stale initial value."""
+        if glob.thread_local or not owner.exports_object(glob.name):
+            return owner, glob
+        for module in [self.default, *self.others()]:
+            if module is owner:
+                continue
+            copy = module.copy_of(glob.name)
+            if copy is not None:
+                return module, dataclasses.replace(glob, address=copy, section=module.section_of(copy))
+        return owner, glob
 
     def global_names(self, own) -> list[str]:
         return own.global_names() if own.has_debug_info else []
