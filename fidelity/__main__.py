@@ -32,8 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     for target in targets:
         began = time.monotonic()
         results.append(measure(target))
+        phases = ", ".join(f"{k} {v:.0f} s" for k, v in results[-1].seconds.items())
         print(f"fidelity: {target.label}: {len(target.sites)} sites, "
-              f"{len(results[-1].values)} values in {time.monotonic() - began:.0f} s",
+              f"{len(results[-1].values)} values in {time.monotonic() - began:.0f} s ({phases})",
               file=sys.stderr, flush=True)
     seconds = time.monotonic() - started
     print(report.format_tables(results))

@@ -112,19 +112,24 @@ def source_globals(source: str) -> tuple[str, ...]:
 
 def line_sites(module: Path, sources: list[str], main_module: bool) -> list[Site]:
     """Every is_stmt line-table address (line != 0) of `sources` inside a
-    function symbol of `module`, lowest address first, one site each."""
+    function symbol of `module`, lowest address first, one site each; the
+    source's globals are recorded at the first site of each function."""
     with module.open("rb") as f:
         elf = ELFFile(f)
         functions = _function_symbols(elf)
         rows = _statement_rows(elf, set(sources))
-    sites = []
+    sites, seen_functions = [], set()
     prefix = "" if main_module else f"{module.name}:"
     for address, (file, line) in sorted(rows.items()):
         function = _containing(functions, address)
         if function is None:
             continue
-        sites.append(Site(str(module), address, function, file, line, source_globals(file),
-                          f"{prefix}0x{address:x}"))
+        # Globals at each function's first site only: enough to cover every
+        # module and section, without repeating the same reads at every line.
+        first = function not in seen_functions
+        seen_functions.add(function)
+        sites.append(Site(str(module), address, function, file, line,
+                          source_globals(file) if first else (), f"{prefix}0x{address:x}"))
     return sites
 
 
@@ -147,19 +152,24 @@ def _statement_rows(elf: ELFFile, sources: set[str]) -> dict[int, tuple[str, int
     dwarf = elf.get_dwarf_info()
     rows: dict[int, tuple[str, int]] = {}
     for unit in dwarf.iter_CUs():
-        program = dwarf.line_program_for_CU(unit)
-        if program is None:
-            continue
-        files = program["file_entry"]
-        first_file = 0 if program.header.version >= 5 else 1   # DWARF 5 counts files from 0
-        for entry in program.get_entries():
-            state = entry.state
-            if state is None or state.end_sequence or not state.is_stmt or state.line == 0:
-                continue
-            name = Path(files[state.file - first_file].name.decode()).name
+        for address, name, line in unit_statement_rows(dwarf, unit):
             if name in sources:
-                rows.setdefault(state.address, (name, state.line))
+                rows.setdefault(address, (name, line))
     return rows
+
+
+def unit_statement_rows(dwarf, unit):
+    """(address, file name, line) of each is_stmt row of a compile unit."""
+    program = dwarf.line_program_for_CU(unit)
+    if program is None:
+        return
+    files = program["file_entry"]
+    first_file = 0 if program.header.version >= 5 else 1   # DWARF 5 counts files from 0
+    for entry in program.get_entries():
+        state = entry.state
+        if state is None or state.end_sequence or not state.is_stmt or state.line == 0:
+            continue
+        yield state.address, Path(files[state.file - first_file].name.decode()).name, state.line
 
 
 def entry_point(module: str) -> int:

@@ -1,10 +1,15 @@
 """libpython3.11 (the machine's CPython, built -O3 with DWARF 5) running
-python/workload.py. Sites: every location of gdb's `break FUNC` for each
-function below (its entry after the prologue, and each inlined copy). Both
-tools name the probe by the function (gdb `break FUNC`, gs-cgen `trace
-FUNC`), so this measures gs-cgen's choice of sites too: a location of
-gdb's that gs-cgen does not probe has no event (TRACER_ERROR), a PC gs-cgen
-probes that gdb does not is listed in the notes.
+python/workload.py. Sites, for each function below:
+- every location of gdb's `break FUNC` (its entry after the prologue, and
+  each inlined copy). Both tools name these probes by the function (gdb
+  `break FUNC`, gs-cgen `trace FUNC`), so this measures gs-cgen's choice of
+  sites too: a location of gdb's that gs-cgen does not probe has no event
+  (TRACER_ERROR), a PC gs-cgen probes that gdb does not is in the notes;
+- for the functions called at most ~100 times (LINE_SITE_FUNCTIONS), up to
+  LINE_SITES more is_stmt line-table PCs of the out-of-line body, evenly
+  spaced through it (`break *ADDR` / `trace libpython...:0xADDR`): -O3
+  code past the entry, where values live in location lists, entry values
+  and inlined blocks (~130 more sites, ~1800 more hits).
 
 The functions are ones the workload reaches a bounded number of times
 (1 to ~1600 calls each, ~8000 in all): gs-cgen sends an event at every hit,
@@ -19,9 +24,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from fidelity.corpus import Site, Target
+from elftools.elf.elffile import ELFFile
+
+from fidelity.corpus import Site, Target, unit_statement_rows
 
 WORKLOAD = Path(__file__).resolve().parent / "python" / "workload.py"
+LINE_SITES = 6                  # line-table PCs per function besides gdb's break FUNC locations
 FUNCTIONS = (
     "_Py_c_prod", "_Py_c_sum", "PyOS_double_to_string", "PyComplex_FromCComplex",
     "PyUnicode_FromFormat", "PyObject_Repr", "PyLong_FromDouble", "PyErr_SetObject",
@@ -34,6 +42,7 @@ FUNCTIONS = (
     "PyFunction_New", "PyBytes_FromStringAndSize", "PyDict_New", "PyObject_RichCompare",
     "PyObject_SetAttr", "PyObject_GetAttr",
 )
+LINE_SITE_FUNCTIONS = FUNCTIONS[:FUNCTIONS.index("PyDict_Copy") + 1]
 
 # gdb, on the library file alone: each function's breakpoint locations.
 _LOCATIONS_SCRIPT = """
@@ -69,7 +78,10 @@ def target(functions: tuple[str, ...] = FUNCTIONS) -> Target:
         raise RuntimeError("no python3.11 with a shared libpython3.11.so.1.0")
     executable, library = found
     argv = [executable, "-S", "-B", str(WORKLOAD)]
-    return Target("libpython", "python3.11", "O3", argv, function_sites(library, functions))
+    sites = function_sites(library, functions)
+    lines = tuple(f for f in functions if f in LINE_SITE_FUNCTIONS)
+    sites += line_sites(library, lines, {site.address for site in sites})
+    return Target("libpython", "python3.11", "O3", argv, sites)
 
 
 def function_sites(library: str, functions: tuple[str, ...]) -> list[Site]:
@@ -89,3 +101,35 @@ def function_sites(library: str, functions: tuple[str, ...]) -> list[Site]:
             seen.add(address)
             sites.append(Site(library, address, function, Path(file).name, line, (), function))
     return sites
+
+
+def line_sites(library: str, functions: tuple[str, ...], taken: set[int]) -> list[Site]:
+    """LINE_SITES is_stmt rows of each function's body, evenly spaced;
+    only the compile unit that holds the function is read (.debug_aranges)."""
+    prefix = Path(library).name
+    sites = []
+    with open(library, "rb") as f:
+        elf = ELFFile(f)
+        bodies = {s.name: (s["st_value"], s["st_value"] + s["st_size"])
+                  for s in elf.get_section_by_name(".symtab").iter_symbols()
+                  if s.name in functions and s["st_info"]["type"] == "STT_FUNC"}
+        dwarf = elf.get_dwarf_info()
+        aranges = dwarf.get_aranges()
+        for function in functions:
+            if function not in bodies:
+                continue
+            low, high = bodies[function]
+            unit = dwarf.get_CU_at(aranges.cu_offset_at_addr(low))
+            rows = sorted({address: (name, line) for address, name, line
+                           in reversed(list(unit_statement_rows(dwarf, unit)))
+                           if low <= address < high and address not in taken}.items())
+            for address, (name, line) in _evenly_spaced(rows, LINE_SITES):
+                sites.append(Site(library, address, function, name, line, (),
+                                  f"{prefix}:0x{address:x}"))
+    return sites
+
+
+def _evenly_spaced(rows: list, count: int) -> list:
+    if len(rows) <= count:
+        return rows
+    return [rows[round(i * (len(rows) - 1) / (count - 1))] for i in range(count)]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import asdict, dataclass, field
 
 from fidelity import compare, gdb_recorder, tracer_recorder
@@ -43,25 +44,43 @@ class TargetResult:
     diverged_sites: list[str]        # gs-cgen's $sp differs from gdb's there
     lost_events: int
     notes: list[str]
+    seconds: dict[str, float] = field(default_factory=dict)   # per phase
 
     def as_json(self) -> dict:
         return asdict(self)
 
 
 def measure(target: Target) -> TargetResult:
+    clock = _Clock()
     first, second = gdb_recorder.record(target), gdb_recorder.record(target)
     unstable = gdb_recorder.unstable_values(first, second)
+    clock.lap("gdb")
     names = {key: [v["name"] for v in hit.get("variables", [])]
              for key, hit in first.hits.items()}
     run = tracer_recorder.record(target, names, first.bases)
+    clock.lap("gs-cgen")
+    clock.seconds["of which checks"] = round(run.check_seconds, 1)
     result = TargetResult(target.suite, target.name, target.level, len(target.sites),
-                          len(first.hits), [], 0, [], run.lost_events, _notes(first, run))
+                          len(first.hits), [], 0, [], run.lost_events, _notes(first, run),
+                          clock.seconds)
     for site in target.sites:
         hit = first.hits.get(site.key)
         if hit is not None:
             _classify_site(result, site, hit, run, unstable.get(site.key, set()))
     _add_locations(result, target)
+    clock.lap("info")
     return result
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.last = time.monotonic()
+
+    def lap(self, phase: str) -> None:
+        now = time.monotonic()
+        self.seconds[phase] = round(now - self.last, 1)
+        self.last = now
 
 
 def _notes(first: gdb_recorder.GdbRun, run: tracer_recorder.TraceRun) -> list[str]:
@@ -141,6 +160,7 @@ def reason_group(text: str | None) -> str:
         return "(no reason given)"
     text = re.sub(r",? in \[DW_OP[^\]]*\]", "", text)      # the whole expression: too specific
     text = re.sub(r"'[^']*'", "'…'", text)
+    text = re.sub(r" at [\w.]+ \([^)]*\)", " at …", text)      # "no variable 'x' at main (0x1521)"
     text = re.sub(r"0x[0-9a-fA-F]+", "0x…", text)
     text = re.sub(r"\[0x…,0x…\)", "[…)", text)
     return re.sub(r"\b\d+\b", "N", text)

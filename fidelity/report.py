@@ -81,7 +81,7 @@ def grouped_reasons(values: list[ValueResult], verdict: str) -> list[tuple[int, 
     for value in values:
         if value.verdict != verdict:
             continue
-        key = reason_group(value.reason)
+        key = f"[{value.kind}] " + reason_group(value.reason)
         if value.reason in ("<OPTIMIZED_OUT>", None) or "members unavailable" in key:
             key += " @ " + reason_group(value.location)
         groups[key].append(value)

@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,7 @@ class TraceRun:
     exit_code: int
     stderr: str
     strays: list[str] = field(default_factory=list)   # events at PCs that are no site
+    check_seconds: float = 0.0
 
 
 # ------------------------------------------------------------------ scripts
@@ -182,7 +184,9 @@ def record(target: Target, names: dict[str, list[str]], bases: dict[str, int],
     session; `bases` (module path -> load address, from gdb's run: the
     runs are alike) turn an event's $pc into its site."""
     ordered = _probes(target, names)
+    began = time.monotonic()
     Checker(target).check(ordered)
+    checked = time.monotonic() - began
     runnable = [p for p in ordered if p.site_error is None]
     run = TraceRun({}, {}, 0, 0, "")
     while runnable:
@@ -196,6 +200,7 @@ def record(target: Target, names: dict[str, list[str]], bases: dict[str, int],
             probe.site_error = message
             runnable.remove(probe)
     run.probes = {site.key: probe for probe in ordered for site in probe.sites}
+    run.check_seconds = checked
     return run
 
 

@@ -1,7 +1,7 @@
 /* Fidelity corpus: __thread variables in the executable and in a shared
  * library (libfidlib.so, fidlib.c), and pointers into the library's
  * .data, .bss, .rodata and TLS block.
- * fidelity-globals: t_counter t_name t_point lib_tls_count lib_tls_point lib_data lib_bss
+ * fidelity-globals: t_counter t_name t_point t_private lib_tls_count lib_tls_point lib_data lib_bss
  */
 #include "fidlib.h"
 

@@ -1,7 +1,7 @@
 /* Fidelity corpus: every kind of C value, and pointers into every region
  * of the process (stack, heap, .data, .bss, .rodata, a shared library).
  * Deterministic: no input, no time, no output; the exit status is 0.
- * fidelity-globals: g_data_int g_bss_counter g_origin g_table g_color g_word g_flags_global
+ * fidelity-globals: g_data_int g_bss_counter g_rodata_text g_origin g_table g_color g_word g_flags_global
  */
 #include <stdbool.h>
 #include <stdio.h>
