@@ -3,12 +3,13 @@ target with both tools, print the tables, write the JSON report."""
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from fidelity import corpus, report
-from fidelity.measure import measure
+from fidelity.measure import failed, measure
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,7 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for target in targets:
         began = time.monotonic()
-        results.append(measure(target))
+        try:
+            results.append(measure(target))
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            results.append(failed(target, exc))     # the other targets still count
         phases = ", ".join(f"{k} {v:.0f} s" for k, v in results[-1].seconds.items())
         print(f"fidelity: {target.label}: {len(target.sites)} sites, "
               f"{len(results[-1].values)} values in {time.monotonic() - began:.0f} s ({phases})",
@@ -44,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     json_path = options.out / "report.json"
     report.write_json(results, json_path, seconds)
     print(f"\n{len(targets)} targets in {seconds:.0f} s; report: {json_path}")
-    return 0
+    return 0 if all(r.measured for r in results) else 1
 
 
 def _programs(names: list[str]) -> tuple[corpus.Program, ...]:

@@ -230,10 +230,6 @@ def record_hit(site, cap):
     entry = {"id": site["id"], "pc": pc, "sp": int(frame.read_register("rsp")),
              "function": frame.name()}
     try:
-        innermost = gdb.block_for_pc(pc)
-        block = frame.block()
-        # gdb may present an outer frame at an inlined call's first PC.
-        entry["inline_frame_hidden"] = (innermost.start, innermost.end) != (block.start, block.end)
         entry["variables"] = visible_variables(frame, cap)
         shadowed = {v["name"] for v in entry["variables"]}
         entry["variables"] += global_variables(frame, site.get("globals", []), shadowed, cap)

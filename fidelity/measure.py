@@ -9,6 +9,7 @@ from fidelity import compare, gdb_recorder, tracer_recorder
 from fidelity.corpus import Site, Target
 
 NO_EVENT = "no event at this site (the probe did not fire, or its event was lost)"
+NO_VALUE = "gs-cgen's event at this site has no value for it"
 
 
 @dataclass
@@ -45,6 +46,7 @@ class TargetResult:
     lost_events: int
     notes: list[str]
     seconds: dict[str, float] = field(default_factory=dict)   # per phase
+    measured: bool = True            # False: the harness failed on it (see notes)
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -81,6 +83,12 @@ class _Clock:
         now = time.monotonic()
         self.seconds[phase] = round(now - self.last, 1)
         self.last = now
+
+
+def failed(target: Target, error: Exception) -> TargetResult:
+    """A target the harness could not measure: no values, and why."""
+    return TargetResult(target.suite, target.name, target.level, len(target.sites), 0, [], 0, [],
+                        0, [f"not measured: {type(error).__name__}: {error}"], measured=False)
 
 
 def _notes(first: gdb_recorder.GdbRun, run: tracer_recorder.TraceRun) -> list[str]:
@@ -129,7 +137,7 @@ def _classify_value(result, site, hit, variable, probe, event, values) -> ValueR
         value.reason = refused or probe.site_error
         return value
     if event is None or name not in values:
-        value.reason = NO_EVENT
+        value.reason = NO_EVENT if event is None else NO_VALUE
         return value
     entry = values[name]
     value.tracer = compare.from_tracer(entry, variable["raw"])

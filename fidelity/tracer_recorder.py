@@ -223,8 +223,12 @@ def _run(target: Target, probes: list[Probe], bases: dict[str, int], timeout: fl
         script.flush()
         command = without_aslr([sys.executable, "-m", "gs_cgen.cli", "trace", "-f", script.name,
                                 "--output", "json", "--", *target.argv])
-        done = subprocess.run(command, env=TARGET_ENVIRONMENT, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout)
+        try:
+            done = subprocess.run(command, env=TARGET_ENVIRONMENT, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"gs-cgen did not end within {timeout:.0f} s on {target.label}") \
+                from None
     run = TraceRun({}, {}, sum(int(n) for n in _LOST.findall(done.stderr)), done.returncode,
                    done.stderr)
     sites = {site.key: site for probe in probes for site in probe.sites}
