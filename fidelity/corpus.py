@@ -113,24 +113,25 @@ def source_globals(source: str) -> tuple[str, ...]:
 def line_sites(module: Path, sources: list[str], main_module: bool) -> list[Site]:
     """Every is_stmt line-table address (line != 0) of `sources` inside a
     function symbol of `module`, lowest address first, one site each; the
-    source's globals are recorded at the first site of each function."""
+    source's globals are recorded at the first and last site of each function."""
     with module.open("rb") as f:
         elf = ELFFile(f)
         functions = _function_symbols(elf)
         rows = _statement_rows(elf, set(sources))
-    sites, seen_functions = [], set()
     prefix = "" if main_module else f"{module.name}:"
-    for address, (file, line) in sorted(rows.items()):
-        function = _containing(functions, address)
-        if function is None:
-            continue
-        # Globals at each function's first site only: enough to cover every
-        # module and section, without repeating the same reads at every line.
-        first = function not in seen_functions
-        seen_functions.add(function)
-        sites.append(Site(str(module), address, function, file, line,
-                          source_globals(file) if first else (), f"{prefix}0x{address:x}"))
-    return sites
+    placed = [(address, file, line, _containing(functions, address))
+              for address, (file, line) in sorted(rows.items())]
+    placed = [row for row in placed if row[3] is not None]
+    # Globals at each function's first and last site: every module and
+    # section, before and after the function changed them, without
+    # repeating the same reads at every line.
+    ends = {}
+    for address, _, _, function in placed:
+        ends.setdefault(function, [address, address])[1] = address
+    return [Site(str(module), address, function, file, line,
+                 source_globals(file) if address in ends[function] else (),
+                 f"{prefix}0x{address:x}")
+            for address, file, line, function in placed]
 
 
 def _function_symbols(elf: ELFFile) -> list[tuple[int, int, str]]:
