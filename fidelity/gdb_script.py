@@ -183,13 +183,20 @@ def symbol_value(symbol, frame):
     return symbol.value(frame) if symbol.needs_frame else symbol.value()
 
 
+def is_label(symbol):
+    """gdb lists a C label whose address is gone as an optimized-out
+    variable of its internal type __CORE_ADDR; it is not a variable."""
+    return symbol.type is not None and symbol.type.name == "__CORE_ADDR"
+
+
 def visible_variables(frame, cap):
     """Parameters and locals visible at the frame's PC, innermost block first."""
     seen, variables = set(), []
     block = frame.block()
     while block is not None:
         for symbol in block:
-            if not (symbol.is_argument or symbol.is_variable) or symbol.name in seen:
+            if not (symbol.is_argument or symbol.is_variable) or symbol.name in seen \
+                    or is_label(symbol):
                 continue
             seen.add(symbol.name)
             kind = "parameter" if symbol.is_argument else "local"
