@@ -282,7 +282,7 @@ from gs_cgen.dwarf import open_module
 t1 = time.perf_counter()
 m = open_module(sys.argv[1])
 sites = m.find_functions(sys.argv[2])
-names = [v.name for s in sites for v in m.variables_at(s.probe_address)]
+names = [v.name for s in sites for v in m.variables_at(s.probe_address, s.frame_die)]
 t2 = time.perf_counter()
 print("API", f"{t1 - t0:.6f}", f"{t2 - t1:.6f}", " ".join(names))
 """

@@ -18,6 +18,8 @@ enum gs_value_status {
     GS_STATUS_OPTIMIZED_OUT = 7,
     GS_STATUS_DIV_BY_ZERO = 8,
     GS_STATUS_UNAVAILABLE = 9,
+    GS_STATUS_TLS_UNAVAILABLE = 10,     /* no proc_module_tls entry (yet) */
+    GS_STATUS_TLS_NOT_ALLOCATED = 11,   /* the thread has no such TLS block (yet) */
 };
 
 /* Event kinds (gs_event_hdr.kind). */
@@ -27,8 +29,12 @@ enum gs_event_kind {
     GS_EVENT_EXEC = 3,          /* key_pid exec'd a new program (-t mode) */
 };
 
-/* Largest event a probe may build; the per-CPU scratch buffer holds the
- * event followed by a work area for string and memory comparisons. */
+/* Largest event a probe may build. A probe's work area for string and
+ * memory comparisons follows its event: in the per-CPU scratch buffer, or
+ * in the event's own reserved ring space (sleepable probes).
+ * GS_PAGE_SIZE: x86_64 pages, the unit in which a sleepable probe faults a
+ * string in; GS_STRING_PAGES: the most pages a string read of at most
+ * GS_MAX_EVENT_SIZE bytes can span. */
 enum gs_limits {
     GS_MAX_EVENT_SIZE = 8192,
     GS_WORK_SIZE = 512,
@@ -38,6 +44,8 @@ enum gs_limits {
     GS_RINGBUF_PAGES = 2048,
     GS_PERF_PAGES = 512,
     GS_MAX_TRACKED_MODULES = 4096,
+    GS_PAGE_SIZE = 4096,
+    GS_STRING_PAGES = 3,
 };
 
 /* Header at offset 0 of every event. pid/tid: the target's PID-namespace
@@ -70,6 +78,18 @@ struct proc_module_offsets_value {
     __u64 bss;
 };
 
+/* Where a module's thread-local storage block is in one process (value
+ * of proc_module_tls, same key as proc_module_offsets), from the dynamic
+ * loader's struct link_map (runtime/tls.py). x86-64 TLS variant II:
+ * block_offset > 0: the block is in the static TLS area, at thread pointer
+ * (task_struct.thread.fsbase) - block_offset (glibc's l_tls_offset);
+ * block_offset == 0: it is reached through the thread's DTV, at
+ * dtv[modid].pointer.val (a module dlopen()ed after start-up). */
+struct proc_module_tls_value {
+    __s64 block_offset;
+    __u64 modid;
+};
+
 /* Per probe (array index = probe_id), per CPU: trace events written to the
  * ring and events the ring refused. With what the tracer read, these give
  * an exact account: read + lost = sent + failed. */
@@ -78,7 +98,8 @@ struct gs_event_counts {
     __u64 failed;
 };
 
-/* Per-CPU scratch in which a probe assembles its event. */
+/* Per-CPU scratch in which a non-sleepable probe assembles its event
+ * (a sleepable one builds it in reserved ring space instead). */
 struct gs_scratch {
     __u8 bytes[GS_SCRATCH_SIZE];
 };
@@ -90,5 +111,6 @@ struct gs_scratch {
 #define GS_MAP_OFFSETS proc_module_offsets
 #define GS_MAP_PID_ALIASES pid_aliases
 #define GS_MAP_OFFSETS_WANTED gs_offsets_wanted
+#define GS_MAP_TLS proc_module_tls
 
 #endif /* GS_ABI_H */

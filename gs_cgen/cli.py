@@ -151,11 +151,13 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
     from gs_cgen.plan.build import PlanOptions  # noqa: PLC0415
     from gs_cgen.plan.model import EventTransport  # noqa: PLC0415
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
+    from gs_cgen.runtime.btf import thread_pointer  # noqa: PLC0415
     pid = launched.pid if launched else request.pid
     process = proc.open_process(pid) if pid is not None else None
     options = PlanOptions(script_name=script.name, pid_namespace=proc.pid_namespaces(process),
                           transport=EventTransport(request.event_map), input_pid=request.pid,
-                          mem_dump_cap=request.mem_dump_cap, watch_exec=process is None)
+                          mem_dump_cap=request.mem_dump_cap, watch_exec=process is None,
+                          thread_pointer=thread_pointer())
     modules = _module_set(process, request.target_path, launched)
     return compile_script(script.text, modules, options), process
 

@@ -1,13 +1,17 @@
 """`gs-cgen info`: probe sites and the variables visible at each, with
-types and where they live. Patterns resolve exactly as in `trace`, and
-the names of several sites are resolved together as `trace` does
-(plan/scope.py): a site lists what is in scope only at other sites."""
+types, where they live and the block they are declared in. Patterns
+resolve exactly as in `trace`, and the names of several sites are resolved
+together as `trace` does (plan/scope.py): a site lists what is in scope
+only at other sites. The frame a site sees is the one gdb stops in there
+(dwarf/scopes.py); the frames around it are named, not listed."""
 from __future__ import annotations
 
-from gs_cgen.dwarf.model import AtAddress, StaticAddress, describe_variable
+import os
+
+from gs_cgen.dwarf.model import AtAddress, FrameScope, StaticAddress, describe_variable
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan.modules import ModuleSet
-from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope, block_scopes, site_variables
+from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope, block_scopes, site_frame
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.errors import GsError
 from gs_cgen.script import ast
@@ -25,14 +29,14 @@ def describe(modules: ModuleSet, kind: str, what: str) -> str:
     if not isinstance(block.pattern, _PATTERNS[kind]):
         raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
     sites = resolve_sites(block, modules, first_probe_id=0)
-    per_site = [site_variables(module, site) for module, site in sites]
-    scopes = block_scopes(per_site)
+    frames = [site_frame(module, site) for module, site in sites]
+    scopes = block_scopes([frame.variables for frame in frames])
     by_name = kind == "function"
-    return "\n\n".join(_describe_site(module, site, by_name, variables, scope)
-                       for (module, site), variables, scope in zip(sites, per_site, scopes))
+    return "\n\n".join(_describe_site(module, site, by_name, frame, scope)
+                       for (module, site), frame, scope in zip(sites, frames, scopes))
 
 
-def _describe_site(module, site, by_name: bool, variables, scope: SiteScope) -> str:
+def _describe_site(module, site, by_name: bool, frame: FrameScope, scope: SiteScope) -> str:
     where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
     # A function typed as an alias, a version or an IFUNC: say what it is.
     aliased = by_name and site.function != site.pattern_text
@@ -43,15 +47,29 @@ def _describe_site(module, site, by_name: bool, variables, scope: SiteScope) -> 
     if site.no_variables:
         lines.append(f"  no parameters or locals: {site.no_variables}")
         return "\n".join(lines)
-    if not variables:
+    if not frame.variables:
         lines.append("  no parameters or locals")
-    for var in variables:
-        location = describe_variable(var)
+    for var in frame.variables:
+        location = describe_variable(var, os.path.basename(module.path))
         if isinstance(var.location, (AtAddress, StaticAddress)):
             location += f" ({module.section_of(var.location.address)})"
-        lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {location}")
+        declared = f"  ({var.scope})" if var.scope else ""
+        lines.append(f"  {var.kind.value:<9} {type_name(var.type)} {var.name}  @ {location}{declared}")
+    lines.extend(_frame_notes(frame))
     if scope.elsewhere:
         # What a script naming them prints here (plan/scope.py).
         lines.append(f"  {NOT_IN_SCOPE}, in scope at another site (<OPTIMIZED_OUT> here): "
                      + ", ".join(scope.elsewhere))
     return "\n".join(lines)
+
+
+def _frame_notes(frame: FrameScope) -> list[str]:
+    """The frames gdb would not show here, by name (dwarf/scopes.py)."""
+    notes = []
+    if frame.inlined_into:
+        notes.append(f"  inlined into {' < '.join(frame.inlined_into)}: the variables of "
+                     f"{frame.inlined_into[0]} are not in scope here (as in gdb)")
+    for name in frame.hidden:
+        notes.append(f"  inlined {name} begins here too: its variables are in scope at "
+                     f"'trace {name}', not here (as with gdb's 'break')")
+    return notes

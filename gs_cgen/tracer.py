@@ -47,10 +47,12 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
     session = TraceSession(compiled.plan, compiled.c_text)
     try:
         session.load()
+        if session.read_mode.note:
+            diagnostics(session.read_mode.note)
         if options.dry_run:
             _print_sites(compiled)
             return 0
-        keeper = OffsetKeeper(session, compiled.plan.modules, options.pid)
+        keeper = OffsetKeeper(session, compiled.plan.modules, options.pid, notes=diagnostics)
         keeper.fill_existing()
         if stop.raised:
             return 0

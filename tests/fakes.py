@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gs_cgen.dwarf.model import (CodeLocation, FunctionSite, GlobalVariable, LineSite, LoadSegment,
-                                 VisibleVariable)
+from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable, LineSite,
+                                 LoadSegment, TlsSegment, VisibleVariable)
 from gs_cgen.errors import DebugInfoError, nearest
 
 INT = None  # filled below to avoid import cycles in type hints
@@ -41,6 +41,8 @@ class FakeModule:
         LoadSegment(0x3df0, 0x300, 0x2df0, 0x280, False, True),
     )
     is_pie: bool = True
+    tls_segment: TlsSegment | None = TlsSegment(0x3df0, 0x10, 0x40, 0x10)   # PT_TLS
+    dynamic_vaddr: int | None = 0x3e00
     has_debug_info: bool = True
     local_functions: set[str] = field(default_factory=set)     # static: not exported
     ifuncs: dict[str, object] = field(default_factory=dict)    # name -> IfuncSymbol
@@ -75,8 +77,11 @@ class FakeModule:
                 return sites
         raise DebugInfoError(f"no code at {file}:{line}")
 
-    def variables_at(self, pc: int) -> list[VisibleVariable]:
+    def variables_at(self, pc: int, frame_die: int | None = None) -> list[VisibleVariable]:
         return self.variables.get(pc, [])
+
+    def frame_at(self, pc: int, frame_die: int | None = None) -> FrameScope:
+        return FrameScope(None, False, tuple(self.variables.get(pc, [])))
 
     def has_function_symbol(self, name: str) -> bool:
         return name in self.functions or name in self.ifuncs

@@ -1,7 +1,8 @@
 """On-disk cache of DWARF indexes, keyed by build-id (DESIGN.md "Speed").
 
 A build-id names one linked image, so what we decode from its DWARF (line
-tables, top-level functions, file names) never changes. Entries live in
+tables, top-level functions, file names, the call sites of each callee
+looked up so far) never changes. Entries live in
 `${XDG_CACHE_HOME:-~/.cache}/gs-cgen/<build-id>/v<FORMAT>-<name>.marshal`.
 
 Values are plain tuples, dicts, ints and strings, stored with `marshal`
@@ -26,7 +27,7 @@ import re
 import tempfile
 import zlib
 
-FORMAT = 2      # 2: file maps no longer join a relative comp dir twice
+FORMAT = 3      # 3: no functions without valid addresses (gdb drops them); calls-<callee>
 MIN_DEBUG_INFO = 256 * 1024
 _BUILD_ID = re.compile(r"[0-9a-f]{8,128}")
 

@@ -2,12 +2,16 @@
 overwritten the register a parameter arrived in, the caller's
 DW_TAG_call_site_parameter often says how it computed the argument
 (DW_AT_call_value), in terms of registers the callee never touches. gdb
-prints such values as `a=a@entry=3`."""
+prints such values as `a=a@entry=3`. The callers may be in any CU of the
+module (gdb finds the call site by the return address, wherever it is).
+"""
 from __future__ import annotations
 
 from gs_cgen.dwarf.expression import CONSTANT_OPS, breg_operands, decode_ops, numbered, register_operand
+from gs_cgen.dwarf.index import DwarfIndex, die_name
 from gs_cgen.dwarf.model import ValueExpression, register_name
 
+_PARAMETER_REFS = ("DW_AT_call_parameter", "DW_AT_abstract_origin")
 _CALL_SITE_TAGS = ("DW_TAG_call_site", "DW_TAG_GNU_call_site")
 _PARAMETER_TAGS = ("DW_TAG_call_site_parameter", "DW_TAG_GNU_call_site_parameter")
 _ORIGIN_ATTRS = ("DW_AT_call_origin", "DW_AT_abstract_origin")
@@ -21,24 +25,107 @@ _UNARY = {"DW_OP_not": "~", "DW_OP_neg": "neg"}
 CALLEE_SAVED = frozenset({3, 6, 12, 13, 14, 15})
 
 
-def call_site_values(cu, callee_offsets: set[int], register: int, reference, written) -> \
-        list[tuple[int, ValueExpression]]:
-    """(return_pc, value) for every call of the callee in `cu` that says
-    how it computed the argument passed in `register`. `reference(die,
-    attr)` resolves DIE references; `written` holds the callee's written
-    register names, whose caller values are gone."""
+def call_site_values(call_sites, register: int, written) -> list[tuple[int, ValueExpression]]:
+    """(return_pc, value) for every call site DIE among `call_sites` that
+    says how it computed the argument passed in `register`. `written`
+    holds the callee's written register names, whose caller values are
+    gone."""
     found = []
-    for die in cu.iter_DIEs():
-        if die.tag not in _CALL_SITE_TAGS:
-            continue
-        if not any(reference(die, a) in callee_offsets for a in _ORIGIN_ATTRS):
-            continue
+    for die in call_sites:
         return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS
                           if a in die.attributes), None)
-        value = _argument(die, register, cu.structs, written)
+        value = _argument(die, register, die.cu.structs, written)
         if return_pc is not None and value is not None:
             found.append((return_pc, value))
     return found
+
+
+def calls_to(index: DwarfIndex, callee) -> list:
+    """The DW_TAG_call_site DIEs, in every CU of the module, of the calls
+    to the function DIE `callee`: those in its own CU name it (or its
+    abstract instance, or its declaration) by a CU-relative reference;
+    those in other CUs name a declaration of it, which only an external
+    function can have. Found by raw searches (index.references_to,
+    index.dies_named), never a walk of a CU, and kept in the index cache
+    by build-id: an index of call sites by callee, built callee by callee."""
+    name = f"calls-{callee.offset}"
+    offsets = index.cached(name, _offsets_from_plain)
+    if offsets is None:
+        offsets = sorted({die.offset for die in _find_calls(index, callee)})
+        index.store(name, offsets)
+    return [index.die_at(offset) for offset in offsets]
+
+
+def _find_calls(index: DwarfIndex, callee):
+    targets = _same_function(index, callee)
+    if any("DW_AT_external" in die.attributes for die in targets):
+        names = {die_name(die) for die in targets} - {None}
+        for function in names:
+            targets += [die for die in index.dies_named(function, ("DW_TAG_subprogram",),
+                                                        ("DW_AT_declaration",))
+                        if die.cu.cu_offset != callee.cu.cu_offset]
+    for target in targets:
+        for die in index.references_to(target, _ORIGIN_ATTRS, _CALL_SITE_TAGS):
+            if any(_points_to(die, a, target) for a in _ORIGIN_ATTRS):
+                yield die
+
+
+def _same_function(index: DwarfIndex, die) -> list:
+    """`die` and the DIEs its DW_AT_abstract_origin / DW_AT_specification
+    chain passes through: a call site may name any of them."""
+    chain = [die]
+    for _ in range(4):
+        ref = next((a for a in ("DW_AT_abstract_origin", "DW_AT_specification")
+                    if a in chain[-1].attributes), None)
+        if ref is None:
+            break
+        chain.append(chain[-1].get_DIE_from_attribute(ref))
+    return chain
+
+
+def _refers_to(die, attribute: str, offset: int) -> bool:
+    attr = die.attributes.get(attribute)
+    return attr is not None and attr.form == "DW_FORM_ref4" and \
+        attr.value + die.cu.cu_offset == offset
+
+
+def _points_to(die, attribute: str, target) -> bool:
+    attr = die.attributes.get(attribute)
+    return attr is not None and attr.form == "DW_FORM_ref4" and \
+        attr.value + die.cu.cu_offset == target.offset
+
+
+def _offsets_from_plain(plain) -> list[int]:
+    if not all(isinstance(offset, int) for offset in plain):
+        raise TypeError("call-site offsets")
+    return list(plain)
+
+
+def call_site_parameter_values(call_sites, parameter: int, written) -> \
+        list[tuple[int, ValueExpression]]:
+    """(return_pc, value) for every call site that says what it passed for
+    the parameter DIE at `parameter` (DW_OP_GNU_parameter_ref: a parameter
+    GCC removed from a clone; the call site names it by DW_AT_call_parameter
+    or DW_AT_abstract_origin instead of a register)."""
+    found = []
+    for die in call_sites:
+        return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS
+                          if a in die.attributes), None)
+        for param in die.iter_children():
+            if param.tag in _PARAMETER_TAGS and any(
+                    _refers_to(param, a, parameter) for a in _PARAMETER_REFS):
+                value = _value_of(param, written)
+                if return_pc is not None and value is not None:
+                    found.append((return_pc, value))
+    return found
+
+
+def _value_of(param, written) -> ValueExpression | None:
+    value_attr = next((param.attributes[a] for a in _VALUE_ATTRS if a in param.attributes), None)
+    if value_attr is None:
+        return None
+    ops = decode_ops(value_attr.value, param.cu.structs)
+    return translate_value(ops, written) if isinstance(ops, list) else None
 
 
 def _argument(call_site, register: int, structs, written) -> ValueExpression | None:
@@ -73,6 +160,8 @@ def translate_value(ops, written) -> ValueExpression | None:
                 if reg not in CALLEE_SAVED or register_name(reg) in written:
                     return None
                 stack.append(("reg", reg, offset))
+            elif name == "DW_OP_addr":        # a static object's address
+                stack.append(("static", op.args[0]))
             elif name == "DW_OP_plus_uconst":
                 stack.append(("+", stack.pop(), ("const", op.args[0])))
             elif name in _BINARY:

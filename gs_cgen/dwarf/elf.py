@@ -17,7 +17,7 @@ from enum import Enum
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from gs_cgen.dwarf.model import LoadSegment
+from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.symvers import dynamic_versions, matches, parse_spelling, spell, version_of
 from gs_cgen.errors import DebugInfoError
 
@@ -87,11 +87,11 @@ class SymbolTable:
         (`memcpy@GLIBC_2.2.5`); a bare name wants the default version."""
         spelling = parse_spelling(name)
         return [s for s in self.by_name.get(spelling.name, ())
-                if s.kind is kind and s.address and matches(spelling, s.version, s.hidden)]
+                if s.kind is kind and _placed(s) and matches(spelling, s.version, s.hidden)]
 
     def names(self, kind: SymbolKind) -> list[str]:
         return sorted({s.name for syms in self.by_name.values() for s in syms
-                       if s.kind is kind and s.address})
+                       if s.kind is kind and _placed(s)})
 
     def versioned_names(self, kind: SymbolKind) -> list[str]:
         return sorted({s.spelling for syms in self.by_name.values() for s in syms
@@ -118,6 +118,13 @@ class SymbolTable:
         return None
 
 
+def _placed(symbol: Symbol) -> bool:
+    # A TLS symbol's value is its offset in the TLS block (gABI "Symbol
+    # Values"), and the first one's is 0; any other symbol at 0 is absolute
+    # or undefined, not an object or function of the module.
+    return bool(symbol.address) or symbol.kind is SymbolKind.TLS
+
+
 class ElfImage:
     """An opened ELF file; owns the file handle that pyelftools reads."""
 
@@ -135,6 +142,7 @@ class ElfImage:
         self.is_pie = self.elf.header["e_type"] == "ET_DYN"
         self.machine = self.elf.header["e_machine"]       # "EM_X86_64", "EM_AARCH64", ...
         self.segments = tuple(_load_segments(self.elf))
+        self.tls_segment, self.dynamic_vaddr = _tls_and_dynamic(self.elf)
         self.sections = tuple(_sections(self.elf))
         self._by_name = {s.name: s for s in self.sections}
         self._symbols: SymbolTable | None = None
@@ -275,6 +283,19 @@ def _load_segments(elf: ELFFile):
             yield LoadSegment(vaddr=seg["p_vaddr"], memsz=seg["p_memsz"], offset=seg["p_offset"],
                               filesz=seg["p_filesz"], executable=bool(seg["p_flags"] & _PF_X),
                               writable=bool(seg["p_flags"] & _PF_W))
+
+
+def _tls_and_dynamic(elf: ELFFile) -> tuple[TlsSegment | None, int | None]:
+    """PT_TLS (the module's thread-local storage template) and where
+    PT_DYNAMIC is (ld.so's link_map names the module by it: l_ld)."""
+    tls = dynamic = None
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_TLS" and seg["p_memsz"]:
+            tls = TlsSegment(vaddr=seg["p_vaddr"], filesz=seg["p_filesz"], memsz=seg["p_memsz"],
+                             align=max(seg["p_align"], 1))
+        elif seg["p_type"] == "PT_DYNAMIC":
+            dynamic = seg["p_vaddr"]
+    return tls, dynamic
 
 
 def _sections(elf: ELFFile):

@@ -1,19 +1,23 @@
-"""A DWARF location expression → VariableLocation, evaluated at compile
-time over symbolic stack values (DWARF 5 sections 2.5 and 2.6).
+"""The DWARF expression compiler: a location expression → VariableLocation
+(DWARF 5 sections 2.5 and 2.6), by running the stack machine at plan time
+over symbolic values.
 
-The stack holds what is known when the probe is planned: constants,
-"register N + offset" and "link-time address + offset". That covers the
-shapes a probe reads without computing in BPF: a register, memory at
-register + offset (fbreg included) or at a static address, a constant, and
-those same values as implicit values (DW_OP_stack_value), with constant
-arithmetic folded on the way.
+Stack entries are ValueExpression trees (dwarf/model.py): what is known
+when the probe is planned folds to constants, "register + offset" and
+"link-time address + offset"; what only the probe can know (a register's
+value in arithmetic, a memory read, a comparison) stays a tree that the
+planner turns into IR. Typed operations (DWARF 5 section 2.5.1.4 and
+following) carry their base type's size and signedness; integer results
+are truncated and extended as that type says. Location descriptions —
+memory, register, implicit value, implicit pointer, stack value — can be
+combined with DW_OP_piece / DW_OP_bit_piece into a Composite.
 
-The evaluator is total: any operation it does not model, any malformed or
-undecodable expression, gives an UnsupportedLocation naming the operation
+The compiler is total: an operation it cannot compile (floating-point
+stack values, DW_OP_call*, TLS in a shape it does not know), a malformed or
+undecodable expression gives an UnsupportedLocation naming the operation
 and the expression, so that one variable is unavailable with a precise
 reason and the rest of the script runs (DESIGN.md "DWARF expressions are
-programs"; compiling memory reads, typed values and pieces into IR is the
-next step).
+programs").
 """
 from __future__ import annotations
 
@@ -25,9 +29,12 @@ from elftools.common.exceptions import DWARFError, ELFParseError
 from elftools.construct.core import ConstructError
 from elftools.dwarf.dwarf_expr import DW_OP_opcode2name, DWARFExprParser
 
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, EntryValue, ImplicitValue,
-                                 InRegister, OptimizedOut, StaticAddress, UnsupportedLocation,
-                                 VariableLocation, register_name)
+from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, Composite, ComputedAddress,
+                                 ComputedValue, EntryValue, ImplicitBytes, ImplicitPointer,
+                                 ImplicitValue, InRegister, OptimizedOut, Piece, StaticAddress,
+                                 UnsupportedLocation, ValueExpression, VariableLocation,
+                                 register_name)
+from gs_cgen.dwarf.tls import tls_location
 
 FIRST_SIMD_REGISTER = 17       # xmm0 in the x86_64 psABI DWARF numbering
 LAST_SIMD_REGISTER = 32
@@ -40,6 +47,28 @@ DECODE_ERRORS = (KeyError, ELFParseError, DWARFError, ConstructError)
 # `frame_base()` returns (register, offset) such that fbreg N = [reg + offset + N],
 # or a VariableLocation explaining why there is none.
 FrameBase = Callable[[], "tuple[int, int] | VariableLocation"]
+
+
+@dataclass(frozen=True)
+class BaseType:
+    """What a typed operation needs of a DW_TAG_base_type."""
+
+    size: int
+    signed: bool
+    floating: bool
+
+
+@dataclass(frozen=True)
+class ExpressionContext:
+    """What an expression may refer to beyond its own bytes: the frame base
+    (DW_OP_fbreg), the CFA at the PC (DW_OP_call_frame_cfa; same shape as
+    frame_base), base types by CU-relative DIE offset (typed operations)
+    and .debug_addr entries (DW_OP_addrx, DW_OP_constx)."""
+
+    frame_base: FrameBase
+    cfa: FrameBase | None = None
+    base_type: Callable[[int], "BaseType | None"] | None = None
+    debug_addr: Callable[[int], "int | None"] | None = None
 
 
 def decode_ops(expr, structs) -> list | UnsupportedLocation:
@@ -113,23 +142,16 @@ def shape(ops) -> str:
 
 # --------------------------------------------------------- stack values
 
-@dataclass(frozen=True)
-class _Const:
-    value: int                 # 0 <= value < 2**64
+Tree = tuple                       # a ValueExpression tree (dwarf/model.py)
 
 
 @dataclass(frozen=True)
-class _RegisterPlus:
-    register: int
-    offset: int
+class _Entry:
+    """A stack entry: a value tree and its type (None: DWARF's generic type,
+    64 bits on x86_64)."""
 
-
-@dataclass(frozen=True)
-class _StaticPlus:
-    address: int               # link-time address; run time adds the load offset
-
-
-_Entry = _Const | _RegisterPlus | _StaticPlus
+    tree: Tree
+    type: BaseType | None = None
 
 
 class _Stop(Exception):
@@ -142,131 +164,256 @@ class _Stop(Exception):
 
 _ENTRY_VALUE = ("DW_OP_entry_value", "DW_OP_GNU_entry_value")
 _PIECES = ("DW_OP_piece", "DW_OP_bit_piece")
+_TLS = ("DW_OP_form_tls_address", "DW_OP_GNU_push_tls_address")
 CONSTANT_OPS = ("DW_OP_const1u", "DW_OP_const1s", "DW_OP_const2u", "DW_OP_const2s",
                 "DW_OP_const4u", "DW_OP_const4s", "DW_OP_const8u", "DW_OP_const8s",
                 "DW_OP_constu", "DW_OP_consts")
-_FOLDED = {
-    "DW_OP_mul": lambda a, b: a * b,
-    "DW_OP_and": lambda a, b: a & b,
-    "DW_OP_or": lambda a, b: a | b,
-    "DW_OP_xor": lambda a, b: a ^ b,
-    "DW_OP_shl": lambda a, b: a << b if b < 64 else 0,
-    "DW_OP_shr": lambda a, b: a >> b if b < 64 else 0,
-    "DW_OP_shra": lambda a, b: _signed(a) >> min(b, 63),
+# DWARF operation → tree operator. The generic type is signed for
+# division and ordered comparisons and unsigned for DW_OP_mod and
+# DW_OP_shr, as DWARF 5 section 2.5.1.4 says and gdb evaluates.
+_BINARY = {
+    "DW_OP_plus": "+", "DW_OP_minus": "-", "DW_OP_mul": "*", "DW_OP_and": "&",
+    "DW_OP_or": "|", "DW_OP_xor": "^", "DW_OP_shl": "<<", "DW_OP_shr": ">>",
+    "DW_OP_shra": ">>a", "DW_OP_div": "/s", "DW_OP_mod": "%u",
+    "DW_OP_eq": "==", "DW_OP_ne": "!=", "DW_OP_lt": "<s", "DW_OP_le": "<=s",
+    "DW_OP_gt": ">s", "DW_OP_ge": ">=s",
 }
-# Why an operation is not evaluated (yet), for the reason text.
+_UNARY = {"DW_OP_neg": "neg", "DW_OP_not": "~", "DW_OP_abs": "abs"}
+_TYPED_REGISTER = ("DW_OP_regval_type", "DW_OP_GNU_regval_type")
+_TYPED_DEREF = ("DW_OP_deref_type", "DW_OP_GNU_deref_type")
+_TYPED_CONST = ("DW_OP_const_type", "DW_OP_GNU_const_type")
+_CONVERT = ("DW_OP_convert", "DW_OP_GNU_convert", "DW_OP_reinterpret", "DW_OP_GNU_reinterpret")
+_ADDRESS_INDEX = ("DW_OP_addrx", "DW_OP_GNU_addr_index", "DW_OP_constx", "DW_OP_GNU_const_index")
+# Why an operation is not compiled, for the reason text.
 _WHY = {
-    "DW_OP_deref": "a read through memory", "DW_OP_deref_size": "a read through memory",
-    "DW_OP_xderef": "a read through memory", "DW_OP_xderef_size": "a read through memory",
-    "DW_OP_deref_type": "a typed read through memory",
-    "DW_OP_GNU_deref_type": "a typed read through memory",
-    "DW_OP_const_type": "a typed constant", "DW_OP_GNU_const_type": "a typed constant",
-    "DW_OP_regval_type": "a typed register value", "DW_OP_GNU_regval_type": "a typed register value",
-    "DW_OP_convert": "a type conversion", "DW_OP_GNU_convert": "a type conversion",
-    "DW_OP_reinterpret": "a type conversion",
-    "DW_OP_implicit_pointer": "a pointer to an object that has no address",
-    "DW_OP_GNU_implicit_pointer": "a pointer to an object that has no address",
-    "DW_OP_form_tls_address": "thread-local storage",
-    "DW_OP_GNU_push_tls_address": "thread-local storage",
-    "DW_OP_call_frame_cfa": "the CFA in a variable's location",
-    "DW_OP_addrx": "an address from .debug_addr", "DW_OP_GNU_addr_index": "an address from .debug_addr",
-    "DW_OP_constx": "a constant from .debug_addr", "DW_OP_GNU_const_index": "a constant from .debug_addr",
-    "DW_OP_GNU_parameter_ref": "a reference to a caller's parameter",
+    "DW_OP_xderef": "a read from another address space",
+    "DW_OP_xderef_size": "a read from another address space",
+    "DW_OP_xderef_type": "a read from another address space",
     "DW_OP_GNU_variable_value": "the value of another variable",
     "DW_OP_push_object_address": "the object's own address",
     "DW_OP_call2": "a call to another DIE", "DW_OP_call4": "a call to another DIE",
     "DW_OP_call_ref": "a call to another DIE",
-    "DW_OP_skip": "control flow", "DW_OP_bra": "control flow",
-    "DW_OP_div": "division", "DW_OP_mod": "division", "DW_OP_abs": "absolute value",
-    **{f"DW_OP_{c}": "a comparison" for c in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{name: "thread-local storage" for name in _TLS},
 }
+_MAX_STEPS = 1000                  # DW_OP_skip / DW_OP_bra may loop
 
 
-def translate_ops(ops, frame_base: FrameBase) -> VariableLocation:
+def translate_ops(ops, context: "ExpressionContext | FrameBase") -> VariableLocation:
     """The location a parsed expression (list of DWARFExprOp) describes."""
     if not ops:
         return OptimizedOut("optimized out")
+    if (thread_local := tls_location(ops)) is not None:     # __thread: dwarf/tls.py
+        return thread_local
+    if not isinstance(context, ExpressionContext):
+        context = ExpressionContext(context)
     try:
-        return _Evaluation(ops, frame_base).run()
+        return _Evaluation(ops, context).run()
     except _Stop as stop:
         return stop.location
 
 
 class _Evaluation:
-    def __init__(self, ops, frame_base: FrameBase) -> None:
-        self.ops, self.frame_base = ops, frame_base
+    def __init__(self, ops, context: ExpressionContext) -> None:
+        self.ops, self.context = ops, context
         self.stack: list[_Entry] = []
+        self.pieces: list[Piece] = []
+        self.location: VariableLocation | None = None      # a register or implicit location
+        self.simd_what = "value"
 
     def run(self) -> VariableLocation:
-        if self.ops[-1].op_name == "DW_OP_GNU_uninit":
+        if any(op.op_name == "DW_OP_GNU_uninit" for op in self.ops):
             # GCC's marker: the storage holds no value of the variable yet
             # (gdb prints its bits as "[uninitialized]"); never a number.
             return OptimizedOut("not initialized at this PC (DW_OP_GNU_uninit)")
-        pieces = [op for op in self.ops if op.op_name in _PIECES]
-        if pieces:
-            count = f"{len(pieces)} piece" + ("s" if len(pieces) > 1 else "")
-            self.stop(pieces[0].op_name, f"a value in {count}")
-        for index, op in enumerate(self.ops):
-            last = index == len(self.ops) - 1
-            name = op.op_name
-            if register_operand(op) is not None or name == "DW_OP_implicit_value":
-                if len(self.ops) != 1:
-                    self.stop(name, "a location operation inside a longer expression")
-                return _single_location(op)
-            if name == "DW_OP_stack_value":
-                if not last:
-                    self.stop(name, "DW_OP_stack_value before the end")
-                return _value(self.pop(name))
-            if name in _ENTRY_VALUE:
-                return self.entry_value(op)
-            self.step(op)
-        return _memory(self.pop("the end of the expression"))
+        index, steps = 0, 0
+        while index < len(self.ops):
+            steps += 1
+            if steps > _MAX_STEPS:
+                self.stop(self.ops[index].op_name, "more than 1000 steps (a loop?)")
+            index = self.step(index)
+        if self.pieces:
+            if self.stack or self.location is not None:
+                self.stop("DW_OP_piece", "a location after the last piece")
+            return _composite(self.pieces)
+        return self.finish("the end of the expression")
+
+    def step(self, index: int) -> int:
+        """Execute ops[index]; the index of the next operation."""
+        op = self.ops[index]
+        name = op.op_name
+        if self.location is not None and name not in _PIECES:
+            self.stop(name, "an operation after a register or implicit location")
+        if name in ("DW_OP_skip", "DW_OP_bra"):
+            return self.branch(index)
+        if name in _PIECES:
+            self.piece(op)
+        elif register_operand(op) is not None:
+            self.location = _register_location(register_operand(op))
+        elif name == "DW_OP_implicit_value":
+            data = bytes(op.args[0])
+            self.location = ImplicitValue(int.from_bytes(data, "little")) if len(data) <= 8 \
+                else ImplicitBytes(data)
+        elif name in ("DW_OP_implicit_pointer", "DW_OP_GNU_implicit_pointer"):
+            self.location = ImplicitPointer(op.args[0], op.args[1])
+        elif name == "DW_OP_stack_value":
+            self.location = self.value(self.pop(name))
+        else:
+            self.compute(op)
+        return index + 1
 
     # -------------------------------------------------------- operations
-    def step(self, op) -> None:
+    def compute(self, op) -> None:
         name = op.op_name
         lit = numbered(name, "DW_OP_lit")
         breg = breg_operands(op)
         if lit is not None:
-            self.push(_Const(lit))
+            self.push(("const", lit))
         elif name in CONSTANT_OPS:
-            self.push(_Const(op.args[0] & _MASK))
+            self.push(("const", op.args[0] & _MASK))
         elif breg is not None:
-            self.push(_RegisterPlus(*breg))
+            self.push(_register(*breg))
         elif name == "DW_OP_fbreg":
-            base = self.frame_base()
-            if not isinstance(base, tuple):
-                raise _Stop(base)
-            self.push(_RegisterPlus(base[0], base[1] + op.args[0]))
+            self.push(_plus(self.base(self.context.frame_base), ("const", op.args[0] & _MASK)))
+        elif name == "DW_OP_call_frame_cfa":
+            if self.context.cfa is None:
+                self.stop(name, "no call frame information here")
+            self.push(self.base(self.context.cfa))
         elif name == "DW_OP_addr":
-            self.push(_StaticPlus(op.args[0]))
+            self.push(("static", op.args[0]))
+        elif name in _ADDRESS_INDEX:
+            self.address_index(op)
         elif name == "DW_OP_plus_uconst":
-            self.push(_add(self.pop(name), _Const(op.args[0]), name, self))
-        elif name == "DW_OP_plus":
-            right, left = self.pop(name), self.pop(name)
-            self.push(_add(left, right, name, self))
-        elif name == "DW_OP_minus":
-            right, left = self.pop(name), self.pop(name)
-            self.push(_subtract(left, right, name, self))
-        elif name in _FOLDED:
-            right, left = self.pop(name), self.pop(name)
-            self.push(_Const(_FOLDED[name](self.constant(left, name), self.constant(right, name)) & _MASK))
-        elif name in ("DW_OP_neg", "DW_OP_not"):
-            value = self.constant(self.pop(name), name)
-            self.push(_Const((-value if name == "DW_OP_neg" else ~value) & _MASK))
+            self.binary("DW_OP_plus", ("const", op.args[0] & _MASK))
+        elif name in _BINARY:
+            self.binary(name, None)
+        elif name in _UNARY:
+            entry = self.pop(name)
+            self.push(_fold_unary(_UNARY[name], entry.tree), entry.type)
+        elif name in ("DW_OP_deref", "DW_OP_deref_size") or name in _TYPED_DEREF:
+            self.deref(op)
+        elif name in _TYPED_REGISTER or name in _TYPED_CONST or name in _CONVERT:
+            self.typed(op)
+        elif name in _ENTRY_VALUE:
+            self.entry_value(op)
+        elif name == "DW_OP_GNU_parameter_ref":
+            # A parameter GCC removed from this clone: its value at entry,
+            # which only the callers' call sites know (dwarf/resolve.py).
+            self.push(("param", op.args[0]))
         elif name != "DW_OP_nop":
             self.stack_op(op)
+
+    def binary(self, name: str, right: Tree | None) -> None:
+        right_entry = _Entry(right) if right is not None else self.pop(name)
+        left = self.pop(name)
+        typ = left.type or right_entry.type
+        operator = _BINARY[name]
+        if typ is not None and not typ.signed:
+            operator = {"/s": "/u", "<s": "<u", "<=s": "<=u", ">s": ">u", ">=s": ">=u"}.get(
+                operator, operator)
+        if typ is not None and typ.floating:
+            self.stop(name, "floating-point arithmetic")
+        tree = _fold_binary(operator, left.tree, right_entry.tree)
+        if tree is None:
+            self.stop(name, "division by zero")
+        if operator in ("==", "!=", "<s", "<=s", ">s", ">=s", "<u", "<=u", ">u", ">=u"):
+            self.push(tree)             # comparisons give the generic type
+        else:
+            self.push(_typed(tree, typ), typ)
+
+    def deref(self, op) -> None:
+        name = op.op_name
+        if name in _TYPED_DEREF:
+            size, typ = op.args[0], self.base_type(op.args[1], name)
+        else:
+            size, typ = (8 if name == "DW_OP_deref" else op.args[0]), None
+        if not 1 <= size <= 8:
+            self.stop(name, f"a read of {size} bytes")
+        address = self.pop(name).tree
+        self.push(_typed(("deref", address, size), typ), typ)
+
+    def typed(self, op) -> None:
+        """DW_OP_regval_type, DW_OP_const_type, DW_OP_convert."""
+        name = op.op_name
+        if name in _TYPED_REGISTER:
+            if is_simd(op.args[0]):
+                raise _Stop(simd_location(op.args[0], self.simd_what))
+            register, typ = op.args[0], self.base_type(op.args[1], name)
+            self.push(_typed(_register(register, 0), typ), typ)
+        elif name in _TYPED_CONST:
+            typ, data = self.base_type(op.args[0], name), bytes(op.args[1])
+            if typ is not None and typ.floating:
+                self.stop(name, "a floating-point constant")
+            self.push(_typed(("const", int.from_bytes(data[:8], "little")), typ), typ)
+        else:
+            typ = self.base_type(op.args[0], name) if op.args[0] else None
+            entry = self.pop(name)
+            if name in ("DW_OP_reinterpret", "DW_OP_GNU_reinterpret"):
+                self.push(entry.tree, typ)
+                return
+            if (entry.type is not None and entry.type.floating) or (typ is not None and typ.floating):
+                self.stop(name, "a conversion to or from floating point")
+            self.push(_typed(entry.tree, typ), typ)
+
+    def entry_value(self, op) -> None:
+        """DW_OP_entry_value(E): E evaluated with the registers the function
+        was entered with (DWARF 5 section 2.5.1.7). The registers become
+        ("entry", reg) nodes that dwarf/module.py resolves; memory at entry
+        is not known, so E may not read memory."""
+        inner = op.args[0] if op.args and isinstance(op.args[0], list) else []
+        if not inner or not all(hasattr(o, "op_name") for o in inner):
+            self.stop(op.op_name, "an entry value of nothing")
+        if len(inner) == 1 and register_operand(inner[0]) is not None:
+            entry = _Entry(_register(register_operand(inner[0]), 0))
+        else:
+            nested = _Evaluation(inner, self.context)
+            nested.simd_what = "entry value"
+            for index in range(len(inner)):
+                if inner[index].op_name in ("DW_OP_fbreg", "DW_OP_call_frame_cfa"):
+                    self.stop(op.op_name, f"an entry value of the frame ({shape(inner)})")
+                nested.step(index)
+            if nested.location is not None or len(nested.stack) != 1:
+                self.stop(op.op_name, f"an entry value of {shape(inner)}")
+            entry = nested.stack[0]
+        simd = sorted(r for r in registers_in(entry.tree) if is_simd(r))
+        if simd:
+            raise _Stop(simd_location(simd[0], "entry value"))
+        if _reads_memory(entry.tree):
+            self.stop(op.op_name, f"an entry value read through memory ({shape(inner)})")
+        self.push(_at_entry(entry.tree), entry.type)
+
+    def address_index(self, op) -> None:
+        address = self.context.debug_addr(op.args[0]) if self.context.debug_addr else None
+        if address is None:
+            self.stop(op.op_name, f"no .debug_addr entry {op.args[0]}")
+        constant = op.op_name in ("DW_OP_constx", "DW_OP_GNU_const_index")
+        self.push(("const", address) if constant else ("static", address))
+
+    def branch(self, index: int) -> int:
+        op = self.ops[index]
+        if op.op_name == "DW_OP_bra":
+            condition = self.pop(op.op_name).tree
+            if condition[0] != "const":
+                self.stop(op.op_name, "control flow on a run-time value")
+            if condition[1] == 0:
+                return index + 1
+        target = op.offset + 3 + op.args[0]          # 1-byte opcode, 2-byte operand
+        for position, other in enumerate(self.ops):
+            if other.offset == target:
+                return position
+        if target > self.ops[-1].offset:
+            return len(self.ops)         # past the last operation's start: the end
+        self.stop(op.op_name, "a branch into the middle of an operation")
 
     def stack_op(self, op) -> None:
         name = op.op_name
         if name == "DW_OP_dup":
-            self.push(self.peek(0, name))
+            self.stack.append(self.peek(0, name))
         elif name == "DW_OP_drop":
             self.pop(name)
         elif name == "DW_OP_over":
-            self.push(self.peek(1, name))
+            self.stack.append(self.peek(1, name))
         elif name == "DW_OP_pick":
-            self.push(self.peek(op.args[0], name))
+            self.stack.append(self.peek(op.args[0], name))
         elif name == "DW_OP_swap":
             top, second = self.pop(name), self.pop(name)
             self.stack += [top, second]
@@ -277,31 +424,37 @@ class _Evaluation:
             why = _WHY.get(name)
             if why is None and name.startswith("OP:"):
                 why = "an unknown operation"
-            self.stop(name, why or "not evaluated yet")
+            self.stop(name, why or "not compiled yet")
 
-    def entry_value(self, op) -> VariableLocation:
-        """DW_OP_entry_value(DW_OP_regN) DW_OP_stack_value: the register at
-        function entry (DWARF 5 section 2.5.1.7). Other shapes — a
-        computation on the entry value, or a typed register — are
-        reported, naming the SIMD register when that is why."""
-        inner = op.args[0] if op.args and isinstance(op.args[0], list) else []
-        if not all(hasattr(o, "op_name") for o in inner):
-            inner = []
-        register = register_operand(inner[0]) if len(inner) == 1 else None
-        if register is None and len(inner) == 1 and inner[0].op_name in (
-                "DW_OP_regval_type", "DW_OP_GNU_regval_type") and is_simd(inner[0].args[0]):
-            raise _Stop(simd_location(inner[0].args[0], "entry value"))
-        if register is None:
-            self.stop(op.op_name, f"an entry value of {shape(inner) or 'nothing'}")
-        if is_simd(register):
-            raise _Stop(simd_location(register, "entry value"))
-        if [o.op_name for o in self.ops] != [op.op_name, "DW_OP_stack_value"]:
-            self.stop(op.op_name, "a computation on an entry value")
-        return EntryValue(register)
+    # --------------------------------------------------------- locations
+    def piece(self, op) -> None:
+        """Close one part of a composite (DWARF 5 section 2.6.1.2)."""
+        if op.op_name == "DW_OP_piece":
+            bits, offset = 8 * op.args[0], 0
+        else:
+            bits, offset = op.args[0], op.args[1]
+        if self.location is None and not self.stack:
+            part: VariableLocation = OptimizedOut("optimized out")
+        else:
+            part = self.finish(op.op_name)
+        self.pieces.append(Piece(bits, part, offset))
+        self.stack, self.location = [], None
+
+    def finish(self, name: str) -> VariableLocation:
+        """The location the expression so far describes."""
+        if self.location is not None:
+            return self.location
+        return _memory(self.pop(name).tree)
+
+    def value(self, entry: _Entry) -> VariableLocation:
+        """DW_OP_stack_value: the object's value is `entry`."""
+        if entry.type is not None and entry.type.floating:
+            self.stop("DW_OP_stack_value", "a floating-point value")
+        return _value(entry.tree)
 
     # ------------------------------------------------------------ stack
-    def push(self, entry: _Entry) -> None:
-        self.stack.append(entry)
+    def push(self, tree: Tree, typ: BaseType | None = None) -> None:
+        self.stack.append(_Entry(tree, typ))
 
     def pop(self, name: str) -> _Entry:
         if not self.stack:
@@ -313,68 +466,178 @@ class _Evaluation:
             self.stop(name, "malformed expression: the stack is too short")
         return self.stack[-1 - depth]
 
-    def constant(self, entry: _Entry, name: str) -> int:
-        if not isinstance(entry, _Const):
-            self.stop(name, "arithmetic on a register or address value")
-        return entry.value
+    def base(self, frame_base: FrameBase) -> Tree:
+        found = frame_base()
+        if not isinstance(found, tuple):
+            raise _Stop(found)
+        return _register(*found)
+
+    def base_type(self, offset: int, name: str) -> BaseType:
+        typ = self.context.base_type(offset) if self.context.base_type else None
+        if typ is None:
+            self.stop(name, f"no base type at DIE offset 0x{offset:x}")
+        return typ
 
     def stop(self, name: str, why: str):
         raise _Stop(UnsupportedLocation(f"{name}, {why}, in [{shape(self.ops)}]"))
 
 
-def _add(left: _Entry, right: _Entry, name: str, ev: _Evaluation) -> _Entry:
-    if isinstance(left, _Const) and not isinstance(right, _Const):
+# ------------------------------------------------------------ folding
+
+def _register(register: int, offset: int) -> Tree:
+    return ("reg", register, offset)
+
+
+def _plus(left: Tree, right: Tree) -> Tree:
+    if left[0] == "const" and right[0] != "const":
         left, right = right, left
-    if not isinstance(right, _Const):
-        ev.stop(name, "a sum of two register or address values")
-    match left:
-        case _Const(value):
-            return _Const((value + right.value) & _MASK)
-        case _RegisterPlus(register, offset):
-            return _RegisterPlus(register, _signed((offset + right.value) & _MASK))
-        case _StaticPlus(address):
-            return _StaticPlus((address + right.value) & _MASK)
-    raise TypeError(left)
+    if right[0] == "const":
+        if left[0] == "const":
+            return ("const", (left[1] + right[1]) & _MASK)
+        if left[0] == "reg":
+            return ("reg", left[1], _signed((left[2] + right[1]) & _MASK))
+        if left[0] == "static":
+            return ("static", (left[1] + right[1]) & _MASK)
+        if right[1] == 0:
+            return left
+    return ("+", left, right)
 
 
-def _subtract(left: _Entry, right: _Entry, name: str, ev: _Evaluation) -> _Entry:
-    if not isinstance(right, _Const):
-        ev.stop(name, "a difference of register or address values")
-    return _add(left, _Const((-right.value) & _MASK), name, ev)
+_CONSTANT_FOLD = {
+    "*": lambda a, b: a * b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
+    "<<": lambda a, b: a << b if b < 64 else 0,
+    ">>": lambda a, b: a >> b if b < 64 else 0,
+    ">>a": lambda a, b: _signed(a) >> min(b, 63),
+    "/s": lambda a, b: _c_divide(_signed(a), _signed(b)), "/u": lambda a, b: a // b,
+    "%u": lambda a, b: a % b,
+    "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+    "<s": lambda a, b: int(_signed(a) < _signed(b)), "<=s": lambda a, b: int(_signed(a) <= _signed(b)),
+    ">s": lambda a, b: int(_signed(a) > _signed(b)), ">=s": lambda a, b: int(_signed(a) >= _signed(b)),
+    "<u": lambda a, b: int(a < b), "<=u": lambda a, b: int(a <= b),
+    ">u": lambda a, b: int(a > b), ">=u": lambda a, b: int(a >= b),
+}
 
 
-def _single_location(op) -> VariableLocation:
-    register = register_operand(op)
-    if register is not None:
-        return simd_location(register) if is_simd(register) else InRegister(register)
-    data = bytes(op.args[0])                      # DW_OP_implicit_value
-    if len(data) > 8:
-        return UnsupportedLocation(f"DW_OP_implicit_value of {len(data)} bytes")
-    return ImplicitValue(int.from_bytes(data, "little"))
+def _fold_binary(operator: str, left: Tree, right: Tree) -> Tree | None:
+    """`left operator right`, folded where both are known; None for a
+    division by a constant zero."""
+    if operator in ("/s", "/u", "%u") and right == ("const", 0):
+        return None
+    if operator == "+":
+        return _plus(left, right)
+    if operator == "-":
+        if right[0] == "const":
+            return _plus(left, ("const", (-right[1]) & _MASK))
+        if left[0] == right[0] == "reg" and left[1] == right[1]:
+            return ("const", (left[2] - right[2]) & _MASK)
+        if left[0] == right[0] == "static":
+            return ("const", (left[1] - right[1]) & _MASK)
+        return ("-", left, right)
+    if left[0] == right[0] == "const":
+        return ("const", _CONSTANT_FOLD[operator](left[1], right[1]) & _MASK)
+    return (operator, left, right)
 
 
-def _value(entry: _Entry) -> VariableLocation:
-    """The object's value is `entry` (DW_OP_stack_value)."""
-    match entry:
-        case _Const(value):
+def _fold_unary(operator: str, tree: Tree) -> Tree:
+    if tree[0] != "const":
+        return (operator, tree)
+    value = tree[1]
+    result = {"neg": -value, "~": ~value, "abs": abs(_signed(value))}[operator]
+    return ("const", result & _MASK)
+
+
+def _typed(tree: Tree, typ: BaseType | None) -> Tree:
+    """`tree` as a value of `typ`: truncated to its size and extended by
+    its signedness (the generic type and 8-byte types need nothing)."""
+    if typ is None or typ.floating or typ.size >= 8:
+        return tree
+    bits = 8 * typ.size
+    if tree[0] == "const":
+        value = tree[1] & ((1 << bits) - 1)
+        if typ.signed and value >> (bits - 1):
+            value -= 1 << bits
+        return ("const", value & _MASK)
+    if tree[0] == "deref" and tree[2] == typ.size and not typ.signed:
+        return tree                      # already zero-extended from that size
+    return ("convert", tree, typ.size, typ.signed)
+
+
+def _at_entry(tree: Tree) -> Tree:
+    """`tree` with each register read at function entry."""
+    if tree[0] == "reg":
+        entry = ("entry", tree[1])
+        return _plus(entry, ("const", tree[2] & _MASK)) if tree[2] else entry
+    if tree[0] in ("const", "static", "entry"):
+        return tree
+    return (tree[0], *(_at_entry(t) if isinstance(t, tuple) else t for t in tree[1:]))
+
+
+def _reads_memory(tree: Tree) -> bool:
+    if tree[0] == "deref":
+        return True
+    return any(isinstance(t, tuple) and _reads_memory(t) for t in tree[1:])
+
+
+def registers_in(tree: Tree) -> set[int]:
+    """DWARF registers a tree reads (now or at entry)."""
+    if tree[0] in ("reg", "entry"):
+        return {tree[1]}
+    return {r for t in tree[1:] if isinstance(t, tuple) for r in registers_in(t)}
+
+
+def _c_divide(a: int, b: int) -> int:
+    quotient = abs(a) // abs(b)
+    return quotient if (a < 0) == (b < 0) else -quotient
+
+
+# ---------------------------------------------------------- locations
+
+def _register_location(register: int) -> VariableLocation:
+    return simd_location(register) if is_simd(register) else InRegister(register)
+
+
+def _unreachable(tree: Tree, what: str) -> VariableLocation | None:
+    simd = sorted(r for r in registers_in(tree) if is_simd(r))
+    return simd_location(simd[0], what) if simd else None
+
+
+def _value(tree: Tree) -> VariableLocation:
+    """The object's value is `tree` (DW_OP_stack_value)."""
+    unreachable = _unreachable(tree, "value")
+    if unreachable is not None:
+        return unreachable
+    match tree:
+        case ("const", value):
             return ImplicitValue(_signed(value))
-        case _RegisterPlus(register, offset):
-            return simd_location(register) if is_simd(register) else InRegister(register, offset)
-        case _StaticPlus(address):
+        case ("reg", register, offset):
+            return InRegister(register, offset)
+        case ("static", address):
             return StaticAddress(address)
-    raise TypeError(entry)
+        case ("entry", register):
+            return EntryValue(register)
+    return ComputedValue(ValueExpression(tree))
 
 
-def _memory(entry: _Entry) -> VariableLocation:
-    """The object is in memory at `entry` (a memory location description)."""
-    match entry:
-        case _RegisterPlus(register, offset):
-            return simd_location(register) if is_simd(register) else AtRegisterOffset(register, offset)
-        case _StaticPlus(address):
+def _memory(tree: Tree) -> VariableLocation:
+    """The object is in memory at `tree` (a memory location description)."""
+    unreachable = _unreachable(tree, "address")
+    if unreachable is not None:
+        return unreachable
+    match tree:
+        case ("reg", register, offset):
+            return AtRegisterOffset(register, offset)
+        case ("static", address):
             return AtAddress(address)
-        case _Const(value):
+        case ("const", value):
             return UnsupportedLocation(f"memory at the absolute address 0x{value:x}")
-    raise TypeError(entry)
+    return ComputedAddress(ValueExpression(tree))
+
+
+def _composite(pieces: list[Piece]) -> VariableLocation:
+    if all(isinstance(p.location, OptimizedOut) for p in pieces):
+        return OptimizedOut("optimized out")
+    return Composite(tuple(pieces))
 
 
 def _signed(value: int) -> int:

@@ -14,10 +14,12 @@ import os
 import struct
 from dataclasses import dataclass
 
+from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_TAG
 from elftools.dwarf.ranges import BaseAddressEntry
 
 from gs_cgen.dwarf.cache import IndexCache
-from gs_cgen.dwarf.raw import UnsupportedHeader, read_cu_line_info, read_file_tables
+from gs_cgen.dwarf.raw import UnsupportedHeader, read_abbreviations, read_cu_line_info, read_file_tables
+from gs_cgen.dwarf.raw import attribute_at as raw_attribute_at
 
 _ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
                   "DW_FORM_addrx3", "DW_FORM_addrx4")
@@ -40,6 +42,7 @@ class LineTable:
     rows: tuple[Row, ...]             # sequences in address order, rows in program order
     files: dict[int, str]             # DWARF file index -> normalized full path
     addresses: tuple[int, ...]        # sorted distinct row addresses (gdb's line boundaries)
+    row_addresses: tuple[int, ...] = ()   # rows[i].address, for bisecting rows
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,25 @@ def die_name(die) -> str | None:
     return attr.value.decode("utf-8", "replace") if attr is not None else None
 
 
+# DW_LANG_C89, C, C99, C11, C17 (DWARF 5 section 7.12, DWARF 6 draft).
+_C_LANGUAGES = frozenset({0x0001, 0x0002, 0x000C, 0x001D, 0x002C})
+
+
+def gdb_function_name(die) -> str | None:
+    """The name gdb's `break NAME` matches a C function's DWARF by: its
+    DW_AT_linkage_name when it has one (an asm label, glibc's hidden
+    `__GI___libc_read` for `__libc_read`), else DW_AT_name. gdb 13 then
+    finds `break __libc_read` through the ELF symbol only, which is why it
+    has one location and `break __GI___libc_read` two. Other languages'
+    linkage names are mangled: DW_AT_name there."""
+    language = die.cu.get_top_DIE().attributes.get("DW_AT_language")
+    if language is not None and language.value in _C_LANGUAGES:
+        linkage = inherited_attr(die, "DW_AT_linkage_name")
+        if linkage is not None:
+            return linkage.value.decode("utf-8", "replace")
+    return die_name(die)
+
+
 class DwarfIndex:
     """`cache` (by build-id) keeps line tables, file maps and top-level
     functions across runs; without it everything is decoded each time."""
@@ -89,6 +111,8 @@ class DwarfIndex:
         self._cu_range_index: list[tuple[int, int, int]] | None = None
         self._lines: dict[int, LineTable] = {}
         self._file_maps: dict[int, dict[int, str]] = {}
+        self._file_maps_loaded = False
+        self._abbrev_tables: dict[int, tuple] = {}
         self._files_by_path: dict[str, list[int]] | None = None
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
         self._section_bytes: dict[int, bytes] = {}
@@ -117,6 +141,13 @@ class DwarfIndex:
     def cu_containing(self, info_offset: int):
         offsets = self.cu_offsets()
         return self.cu_at(offsets[bisect.bisect_right(offsets, info_offset) - 1])
+
+    def cu_range(self, cu_offset: int) -> tuple[int, int]:
+        """[start, end) of a CU's bytes in .debug_info."""
+        offsets = self.cu_offsets()
+        i = bisect.bisect_left(offsets, cu_offset)
+        end = offsets[i + 1] if i + 1 < len(offsets) else len(self.info_bytes())
+        return cu_offset, end
 
     def cu_for_address(self, address: int):
         if not self._aranges_loaded:
@@ -154,18 +185,30 @@ class DwarfIndex:
 
     def die_ranges(self, die) -> list[tuple[int, int]]:
         """[low, high) address ranges of a DIE (DW_AT_low_pc/high_pc or
-        DW_AT_ranges, DWARF 5 section 2.17)."""
+        DW_AT_ranges, DWARF 5 section 2.17), in the order DWARF lists them
+        (gdb 13 takes the first as a block's entry). Empty: none, or none
+        that gdb keeps (see pc_bounds)."""
+        return self.pc_bounds(die) or []
+
+    def pc_bounds(self, die) -> list[tuple[int, int]] | None:
+        """None when the DIE has no address attributes at all; else its
+        valid ranges, possibly none. gdb tells the two apart: a lexical
+        block without addresses only groups declarations (its children
+        belong to the enclosing block), one whose addresses are all invalid
+        is dropped with its children (gdb/dwarf2/read.c
+        dwarf2_get_pc_bounds: high <= low, or low == 0 where the linker
+        discarded the code, is invalid; so is a range entry starting at 0)."""
         attrs = die.attributes
         if "DW_AT_ranges" in attrs:
-            return self._range_list(die)
+            return [r for r in self._range_list(die) if r[0] != 0]
         if "DW_AT_low_pc" not in attrs:
-            return []
+            return None
         low = attrs["DW_AT_low_pc"].value
         high_attr = attrs.get("DW_AT_high_pc")
         if high_attr is None:
-            return [(low, low + 1)]
+            return None               # a low_pc alone names no range (gdb: "not present")
         high = high_attr.value if high_attr.form in _ADDRESS_FORMS else low + high_attr.value
-        return [(low, high)]
+        return [(low, high)] if 0 < low < high else []
 
     def _range_list(self, die) -> list[tuple[int, int]]:
         cu = die.cu
@@ -200,7 +243,11 @@ class DwarfIndex:
     # --------------------------------------------------------------- lines
 
     def file_map(self, cu_offset: int) -> dict[int, str]:
-        """DWARF file index -> path, from the line-program header only."""
+        """DWARF file index -> path, from the line-program header only (or
+        the cached maps of every CU, when files_by_path stored them)."""
+        if cu_offset not in self._file_maps and not self._file_maps_loaded:
+            self._file_maps_loaded = True
+            self._file_maps.update(self.cached("file-maps", _file_maps_from_plain) or {})
         if cu_offset not in self._file_maps:
             self._file_maps[cu_offset] = self._file_map(cu_offset)
         return self._file_maps[cu_offset]
@@ -209,10 +256,10 @@ class DwarfIndex:
         """Every source path named by any CU's line-program header -> the
         CUs naming it. Reads one header per CU, never a DIE tree."""
         if self._files_by_path is None:
-            maps = self._cached("file-maps", _file_maps_from_plain)
+            maps = self.cached("file-maps", _file_maps_from_plain)
             if maps is None:
                 maps = {off: self.file_map(off) for off in self.cu_offsets()}
-                self._store("file-maps", maps)
+                self.store("file-maps", maps)
             self._file_maps.update(maps)
             found: dict[str, list[int]] = {}
             for off in sorted(maps):
@@ -266,10 +313,10 @@ class DwarfIndex:
     def line_table(self, cu_offset: int) -> LineTable:
         if cu_offset not in self._lines:
             name = f"lines-{cu_offset}"
-            table = self._cached(name, _line_table_from_plain)
+            table = self.cached(name, _line_table_from_plain)
             if table is None:
                 table = self._decode_lines(cu_offset)
-                self._store(name, ([_row_plain(r) for r in table.rows], table.files))
+                self.store(name, ([_row_plain(r) for r in table.rows], table.files))
             self._file_maps.setdefault(cu_offset, table.files)
             self._lines[cu_offset] = table
         return self._lines[cu_offset]
@@ -297,10 +344,10 @@ class DwarfIndex:
         pyelftools skip each function's subtree."""
         if cu_offset not in self._functions:
             name = f"functions-{cu_offset}"
-            found = self._cached(name, _functions_from_plain)
+            found = self.cached(name, _functions_from_plain)
             if found is None:
                 found = self._read_functions(cu_offset)
-                self._store(name, [(f.name, f.ranges, f.die_offset) for f in found])
+                self.store(name, [(f.name, f.ranges, f.die_offset) for f in found])
             self._functions[cu_offset] = found
         return self._functions[cu_offset]
 
@@ -330,7 +377,7 @@ class DwarfIndex:
 
     # --------------------------------------------------------------- cache
 
-    def _cached(self, name: str, convert):
+    def cached(self, name: str, convert):
         """A cached value converted back to our types, or None; a value of
         the wrong shape counts as absent."""
         plain = self._cache.load(name) if self._cache is not None else None
@@ -341,27 +388,114 @@ class DwarfIndex:
         except (TypeError, ValueError, AttributeError, IndexError):
             return None
 
-    def _store(self, name: str, plain) -> None:
+    def store(self, name: str, plain) -> None:
         if self._cache is not None:
             self._cache.store(name, plain)
 
     # ---------------------------------------------------------- raw search
 
-    def find_bytes(self, needle: bytes, limit: int = 64) -> list[int]:
-        data, hits, pos = self.info_bytes(), [], 0
+    def find_bytes(self, needle: bytes, limit: int = 64, start: int = 0,
+                   end: int | None = None) -> list[int]:
+        """Offsets of `needle` in .debug_info[start:end], at most `limit`."""
+        data, hits, pos = self.info_bytes(), [], start
         while len(hits) < limit:
-            pos = data.find(needle, pos)
+            pos = data.find(needle, pos, end)
             if pos < 0:
                 break
             hits.append(pos)
             pos += 1
         return hits
 
+    def die_with_attribute_at(self, pos: int, attributes: tuple[str, ...], tags: tuple[str, ...],
+                              having: tuple[str, ...] = ()):
+        """The DIE with a tag among `tags` and every attribute of `having`,
+        one of whose `attributes` has its value at .debug_info offset `pos`
+        (a hit of a raw byte search), or None. The DIE starts a few bytes
+        before (its abbreviation code and the attributes listed first):
+        each start is tried by decoding the CU's abbreviations up to `pos`
+        (raw.attribute_at), so a hit inside other data finds nothing, and
+        only the DIE found is parsed by pyelftools."""
+        cu = self.cu_containing(pos)
+        abbreviations, offset_size, address_size = self._abbreviations(cu)
+        wanted_tags = {ENUM_DW_TAG[t] for t in tags}
+        wanted = {ENUM_DW_AT[a] for a in attributes}
+        required = {ENUM_DW_AT[a] for a in having}
+        data = self.info_bytes()
+        for start in range(pos - 1, max(pos - _MAX_ATTRIBUTE_LEAD, cu.cu_die_offset) - 1, -1):
+            found = raw_attribute_at(data, start, pos, abbreviations, offset_size, address_size)
+            if found is not None and found[0] in wanted_tags and found[1] in wanted and \
+                    required <= {attr for attr, _ in found[2]}:
+                return cu.get_DIE_from_refaddr(start)
+        return None
+
+    def _abbreviations(self, cu):
+        """The CU's abbreviation table, decoded from the raw bytes once
+        (pyelftools' takes ~20 ms per libpython CU), and its sizes."""
+        if cu.cu_offset not in self._abbrev_tables:
+            table = read_abbreviations(self.section_data(self.dwarfinfo.debug_abbrev_sec),
+                                       cu["debug_abbrev_offset"])
+            self._abbrev_tables[cu.cu_offset] = (table, 8 if cu.dwarf_format() == 64 else 4,
+                                                 cu["address_size"])
+        return self._abbrev_tables[cu.cu_offset]
+
+    def references_to(self, target, attributes: tuple[str, ...], tags: tuple[str, ...],
+                      limit: int = 1 << 20) -> list:
+        """DIEs (with a tag among `tags`) of the target's own CU whose
+        `attributes` refer to it with a CU-relative 4-byte reference
+        (DW_FORM_ref4, what GCC writes), found by searching that CU's bytes
+        for the offset: no DIE tree is walked."""
+        start, end = self.cu_range(target.cu.cu_offset)
+        needle = struct.pack("<I", target.offset - target.cu.cu_offset)
+        found = {}
+        for pos in self.find_bytes(needle, limit, start, end):
+            die = self.die_with_attribute_at(pos, attributes, tags)
+            if die is not None and attribute_at(die, pos, attributes).form == "DW_FORM_ref4":
+                found.setdefault(die.offset, die)
+        return list(found.values())
+
+    def dies_named(self, name: str, tags: tuple[str, ...], having: tuple[str, ...] = (),
+                   cu_offset: int | None = None, limit: int = 4096) -> list:
+        """DIEs (with a tag among `tags` and the attributes `having`) whose
+        DW_AT_name or DW_AT_linkage_name is `name`, in one CU or in all:
+        the name's .debug_str offsets (DW_FORM_strp; the linker may share
+        the tail of a longer string) and its inline bytes (DW_FORM_string)
+        are searched for, then the DIEs holding a hit."""
+        start, end = self.cu_range(cu_offset) if cu_offset is not None else (0, None)
+        encoded = name.encode() + b"\0"
+        strings = self.section_data(self.dwarfinfo.debug_str_sec)
+        needles, pos = [encoded], strings.find(encoded)
+        while pos >= 0 and len(needles) <= _MAX_STRING_COPIES:
+            needles.append(struct.pack("<I", pos))
+            pos = strings.find(encoded, pos + 1)
+        found = {}
+        for needle in needles:
+            for hit in self.find_bytes(needle, limit, start, end):
+                die = self.die_with_attribute_at(hit, _NAME_ATTRIBUTES, tags, having)
+                if die is not None:
+                    found.setdefault(die.offset, die)
+        return [die for die in found.values()
+                if any(_text(die.attributes[a].value) == name
+                       for a in _NAME_ATTRIBUTES if a in die.attributes)]
+
+
+# Bytes a DIE's abbreviation code and first attributes take before the one
+# searched for (GCC puts names and origins first; a call site's return pc,
+# 8 bytes, precedes its origin).
+_MAX_ATTRIBUTE_LEAD = 24
+_MAX_STRING_COPIES = 16
+_NAME_ATTRIBUTES = ("DW_AT_name", "DW_AT_linkage_name")
+
+
+def attribute_at(die, pos: int, attributes: tuple[str, ...]):
+    """The attribute of `die` among `attributes` whose value is at `pos`."""
+    return next((die.attributes[a] for a in attributes
+                 if a in die.attributes and die.attributes[a].offset == pos), None)
+
 
 def _line_table(rows: tuple[Row, ...], files: dict[int, str]) -> LineTable:
     # gdb drops line-0 rows, so they are not line boundaries either.
     addresses = tuple(sorted({r.address for r in rows if r.line or r.end_sequence}))
-    return LineTable(rows, files, addresses)
+    return LineTable(rows, files, addresses, tuple(r.address for r in rows))
 
 
 # Cached forms are plain tuples and dicts (see cache.py); these convert

@@ -12,10 +12,11 @@ from typing import Callable
 
 from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry
 
-from gs_cgen.dwarf.expression import (CONSTANT_OPS, DECODE_ERRORS, FrameBase, breg_operands, decode_ops,
-                                      numbered, register_operand, translate_ops)
-from gs_cgen.dwarf.model import (ImplicitValue, LocationForm, LocationOrigin, OptimizedOut,
-                                 UnsupportedLocation, VariableLocation, register_name)
+from gs_cgen.dwarf.expression import (CONSTANT_OPS, DECODE_ERRORS, BaseType, ExpressionContext,
+                                      FrameBase, breg_operands, decode_ops, numbered,
+                                      register_operand, translate_ops)
+from gs_cgen.dwarf.model import (AtRegisterOffset, ImplicitBytes, InRegister, ImplicitValue, LocationForm, LocationOrigin,
+                                 OptimizedOut, UnsupportedLocation, VariableLocation, register_name)
 
 NOT_AT_PC = "not available at this PC"
 
@@ -31,15 +32,18 @@ class LocationReader:
         self._lists = dwarfinfo.location_lists()
         self._cu_base = cu_base
 
-    def locate(self, die, pc: int, frame_base: FrameBase) -> tuple[VariableLocation, LocationOrigin]:
-        """The variable's location at `pc`, and how DWARF described it."""
+    def locate(self, die, pc: int, frame_base: FrameBase, cfa: FrameBase | None = None,
+               entry_pc: int | None = None) -> tuple[VariableLocation, LocationOrigin]:
+        """The variable's location at `pc`, and how DWARF described it.
+        `cfa` gives the CFA at `pc` (DW_OP_call_frame_cfa); `entry_pc` is
+        the entry of the function holding `pc` (see _select_entry)."""
         attrs = die.attributes
         if "DW_AT_const_value" in attrs:
             return _const_value(attrs["DW_AT_const_value"].value), LocationOrigin(LocationForm.CONSTANT)
         attr = attrs.get("DW_AT_location")
         if attr is None:
             return OptimizedOut("optimized out"), LocationOrigin(LocationForm.NONE)
-        expr, from_list, covering = self._entry_at(attr, die, pc)
+        expr, from_list, covering = self._entry_at(attr, die, pc, entry_pc)
         if isinstance(expr, UnsupportedLocation):
             return expr, LocationOrigin(LocationForm.EXPRESSION, from_list=from_list)
         if expr is None:
@@ -47,7 +51,8 @@ class LocationReader:
         ops = self.parse_ops(expr, die.cu)
         if isinstance(ops, UnsupportedLocation):
             return ops, LocationOrigin(LocationForm.EXPRESSION, from_list=from_list, list_range=covering)
-        location = translate_ops(ops, frame_base)
+        location = translate_ops(ops, ExpressionContext(frame_base, cfa, self._base_types(die.cu),
+                                                        self._debug_addr(die.cu)))
         origin = dataclasses.replace(origin_of(ops), from_list=from_list, list_range=covering)
         return location, origin
 
@@ -57,7 +62,29 @@ class LocationReader:
         list cannot be read."""
         return self._entry_at(attr, die, pc)[0]
 
-    def _entry_at(self, attr, die, pc: int):
+    def _base_types(self, cu):
+        def base_type(offset: int) -> BaseType | None:
+            try:
+                die = cu.get_DIE_from_refaddr(cu.cu_offset + offset)
+            except DECODE_ERRORS + (struct.error, ValueError, IndexError):
+                return None
+            if die.tag != "DW_TAG_base_type" or "DW_AT_byte_size" not in die.attributes:
+                return None
+            encoding = die.attributes.get("DW_AT_encoding")
+            code = encoding.value if encoding is not None else 0
+            return BaseType(die.attributes["DW_AT_byte_size"].value, code in _SIGNED_ENCODINGS,
+                            code in _FLOAT_ENCODINGS)
+        return base_type
+
+    def _debug_addr(self, cu):
+        def address(index: int) -> int | None:
+            try:
+                return self._dwarfinfo.get_addr(cu, index)
+            except DECODE_ERRORS + (struct.error, ValueError, IndexError, AttributeError):
+                return None
+        return address
+
+    def _entry_at(self, attr, die, pc: int, entry_pc: int | None = None):
         """-> (expression, None or UnsupportedLocation; is a location list;
         [low, high) of the covering list entry or None)."""
         if attr.form == "DW_FORM_exprloc" or attr.form.startswith("DW_FORM_block"):
@@ -71,7 +98,7 @@ class LocationReader:
             entries = self._lists.get_location_list_at_offset(offset, die)
         except DECODE_ERRORS + (struct.error,) as exc:
             return UnsupportedLocation(f"undecodable location list ({exc})"), True, None
-        expr, covering = _select_entry(entries, self._cu_base(die.cu), pc)
+        expr, covering = _select_entry(entries, self._cu_base(die.cu), pc, entry_pc)
         return expr, True, covering
 
     def _loclistx_offset(self, cu, index: int) -> int:
@@ -86,9 +113,21 @@ class LocationReader:
         return decode_ops(expr, cu.structs)
 
 
-def _select_entry(entries, base: int, pc: int):
-    """-> (expression, (low, high)) of the entry covering `pc`, else
-    (the DW_LLE_default_location expression or None, None)."""
+# DW_ATE_signed, DW_ATE_signed_char; DW_ATE_float, complex_float, decimal_float.
+_SIGNED_ENCODINGS = (0x05, 0x06)
+_FLOAT_ENCODINGS = (0x04, 0x03, 0x0f)
+
+
+def _select_entry(entries, base: int, pc: int, entry_pc: int | None = None):
+    """-> (expression, (low, high)) of the first entry covering `pc`, else
+    (the DW_LLE_default_location expression or None, None).
+
+    An empty entry [pc, pc) at the function's entry PC covers it: with
+    location views, GCC describes the value a variable has at the very
+    first instruction (view 0) by such an entry ahead of the one that
+    starts there at a later view; gdb applies it at the entry PC
+    (dwarf2_find_location_expression), so the value printed there is the
+    one the program has before any code ran."""
     default = None
     for entry in entries:
         if isinstance(entry, BaseAddressEntry):
@@ -100,7 +139,7 @@ def _select_entry(entries, base: int, pc: int):
             lo, hi = entry.begin_offset, entry.end_offset
             if not entry.is_absolute:
                 lo, hi = lo + base, hi + base
-            if lo <= pc < hi:
+            if lo <= pc < hi or (lo == hi == pc and pc == entry_pc):
                 return entry.loc_expr, (lo, hi)
     return default, None
 
@@ -134,24 +173,25 @@ def _const_value(value) -> VariableLocation:
         return ImplicitValue(value)
     data = bytes(value)
     if len(data) > 8:
-        return UnsupportedLocation(f"DW_AT_const_value of {len(data)} bytes")
+        return ImplicitBytes(data)
     return ImplicitValue(int.from_bytes(data, "little"))
 
 
 def frame_base_from_ops(ops, cfa: Callable[[], "tuple[int, int] | VariableLocation"]):
-    """Evaluate DW_AT_frame_base (DWARF 5 section 3.3.5) to (reg, offset)."""
-    if len(ops) != 1:
-        names = " ".join(op.op_name for op in ops)
-        return UnsupportedLocation(f"frame base expression {names}")
-    op = ops[0]
-    if op.op_name == "DW_OP_call_frame_cfa":
-        return cfa()
-    if breg_operands(op) is not None:
-        return breg_operands(op)
-    if register_operand(op) is not None:
-        # The frame base is the register's value: fbreg N = [reg + N].
-        return register_operand(op), 0
-    return UnsupportedLocation(f"frame base expression {op.op_name}")
+    """Evaluate DW_AT_frame_base (DWARF 5 section 3.3.5) to (reg, offset):
+    the base is the address of a memory location description, or the value
+    of a register location."""
+    def no_frame_base():
+        return UnsupportedLocation("DW_OP_fbreg inside a frame base")
+    location = translate_ops(ops, ExpressionContext(no_frame_base, cfa))
+    if isinstance(location, AtRegisterOffset):
+        return location.dwarf_register, location.offset
+    if isinstance(location, InRegister) and location.offset == 0:
+        return location.dwarf_register, 0        # fbreg N = [reg + N]
+    if isinstance(location, (OptimizedOut, UnsupportedLocation)):
+        return location if "frame base" in location.reason else \
+            UnsupportedLocation(f"frame base: {location.reason}")
+    return UnsupportedLocation(f"frame base expression {' '.join(op.op_name for op in ops)}")
 
 
 def frame_base_label(ops) -> str | None:

@@ -52,6 +52,16 @@ class StaticAddress:
 
 
 @dataclass(frozen=True)
+class ThreadLocal:
+    """The object is in memory at `offset` in the module's thread-local
+    storage block, for the thread that runs the probe (DW_OP_const8u N
+    DW_OP_form_tls_address, or DW_OP_GNU_push_tls_address in DWARF 4:
+    dwarf/tls.py). Where that block is, is known only in a process."""
+
+    offset: int
+
+
+@dataclass(frozen=True)
 class ImplicitValue:
     """The value is a known constant (DW_OP_constu/consts + stack_value,
     DW_OP_implicit_value)."""
@@ -86,11 +96,80 @@ class UnsupportedLocation:
 
 @dataclass(frozen=True)
 class ValueExpression:
-    """A value computed from registers and constants (a DWARF expression
-    translated to a tree): ("const", n), ("reg", dwarf_reg, offset),
-    (op, left, right) for + - * & | ^ << >> >>a /, ("~", x), ("neg", x)."""
+    """A 64-bit value computed at run time (a DWARF expression compiled to
+    a tree, dwarf/expression.py). Nodes:
+    ("const", n), ("reg", dwarf_reg, offset), ("static", link_address),
+    ("deref", address, size) (size bytes, zero-extended),
+    ("convert", x, size, signed) (truncate to size bytes, then extend),
+    ("entry", dwarf_reg) (the register at function entry; resolved by
+    dwarf/module.py before planning), ("param", cu_relative_die) (a
+    removed parameter's value at entry, DW_OP_GNU_parameter_ref; resolved
+    likewise), (op, left, right) for
+    + - * & | ^ << >> >>a /s %u == != <s <=s >s >=s, and ("~", x),
+    ("neg", x), ("abs", x)."""
 
     tree: tuple
+
+
+@dataclass(frozen=True)
+class ComputedValue:
+    """The value is `expression` (a DWARF expression ending in
+    DW_OP_stack_value that the probe computes)."""
+
+    expression: ValueExpression
+
+
+@dataclass(frozen=True)
+class ComputedAddress:
+    """The object is in memory at `expression` (computed by the probe)."""
+
+    expression: ValueExpression
+
+
+@dataclass(frozen=True)
+class ImplicitBytes:
+    """The object's bytes are known (DW_OP_implicit_value or
+    DW_AT_const_value wider than 8 bytes)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ImplicitPointer:
+    """DW_OP_implicit_pointer: a pointer to an object that has no address
+    (the variable at DIE `target_die`), `byte_offset` bytes into it.
+    Internal to dwarf/: module.py resolves it into SyntheticPointer."""
+
+    target_die: int
+    byte_offset: int
+
+
+@dataclass(frozen=True)
+class SyntheticPointer:
+    """A pointer whose pointee lives at `target` (a register, a constant,
+    memory) but which has no value of its own: gdb's `<synthetic pointer>`.
+    Dereferencing it reads the pointee; `byte_offset` bytes into it."""
+
+    target: "VariableLocation"
+    byte_offset: int
+
+
+@dataclass(frozen=True)
+class Piece:
+    """`bit_size` bits of a composite, taken `bit_offset` bits into
+    `location`'s value (DW_OP_piece / DW_OP_bit_piece); an OptimizedOut
+    location is a part that is not available."""
+
+    bit_size: int
+    location: "VariableLocation"
+    bit_offset: int = 0
+
+
+@dataclass(frozen=True)
+class Composite:
+    """An object assembled from pieces, lowest address first."""
+
+    pieces: tuple[Piece, ...]
 
 
 @dataclass(frozen=True)
@@ -105,11 +184,13 @@ class CallSiteValue:
 
 
 VariableLocation = (InRegister | AtRegisterOffset | AtAddress | StaticAddress | ImplicitValue
-                    | CallSiteValue | OptimizedOut | UnsupportedLocation)
+                    | ThreadLocal | CallSiteValue | ComputedValue | ComputedAddress | ImplicitBytes
+                    | SyntheticPointer | Composite | OptimizedOut | UnsupportedLocation)
 
 
-def describe_location(location: VariableLocation) -> str:
-    """Human text for `info` and `--dry-run`."""
+def describe_location(location: VariableLocation, module: str = "the module") -> str:
+    """Human text for `info` and `--dry-run`; `module` names the module
+    whose TLS block a thread-local variable is in."""
     match location:
         case InRegister(reg, 0):
             return f"register {register_name(reg)}"
@@ -123,14 +204,65 @@ def describe_location(location: VariableLocation) -> str:
             return f"address 0x{addr:x}"
         case ImplicitValue(value):
             return f"constant {value}"
+        case ThreadLocal(offset):
+            return f"thread-local, offset 0x{offset:x} in {module}'s TLS block"
         case CallSiteValue(cases=cases):
             pcs = ", ".join(f"0x{pc:x}" for pc, _ in cases)
             return f"entry value from the caller's call site (returns to {pcs})"
+        case ComputedValue(expression):
+            return f"value {expression_text(expression.tree)}"
+        case ComputedAddress(expression):
+            return f"memory [{expression_text(expression.tree)}]"
+        case ImplicitBytes(data):
+            return f"constant bytes {data.hex(' ')}"
+        case SyntheticPointer(target, offset):
+            into = f" + {offset}" if offset else ""
+            return f"synthetic pointer to ({describe_location(target)}){into}"
+        case Composite(pieces):
+            return "pieces: " + ", ".join(_describe_piece(p) for p in pieces)
         case OptimizedOut(reason):
             return f"optimized out ({reason})"
         case UnsupportedLocation(reason):
             return f"unsupported: {reason}"
     raise TypeError(location)
+
+
+def _describe_piece(piece: Piece) -> str:
+    size = f"{piece.bit_size // 8} bytes" if piece.bit_size % 8 == 0 else f"{piece.bit_size} bits"
+    where = "optimized out" if isinstance(piece.location, OptimizedOut) \
+        else describe_location(piece.location)
+    at = f" at bit {piece.bit_offset}" if piece.bit_offset else ""
+    return f"{size} {where}{at}"
+
+
+_INFIX = {"+", "-", "*", "&", "|", "^", "<<", ">>", ">>a", "/s", "%u",
+          "==", "!=", "<s", "<=s", ">s", ">=s"}
+
+
+def expression_text(tree: tuple, inner: bool = False) -> str:
+    """A ValueExpression tree for people: `[rsp+8] + 4`, `(rdi << 32) | rsi`."""
+    kind = tree[0]
+    if kind == "const":
+        return str(tree[1]) if -4096 < tree[1] < 4096 else f"0x{tree[1] & ((1 << 64) - 1):x}"
+    if kind == "reg":
+        name = register_name(tree[1])
+        return f"{name}{tree[2]:+d}" if tree[2] else name
+    if kind == "static":
+        return f"0x{tree[1]:x}"
+    if kind == "deref":
+        return f"[{expression_text(tree[1])}]" + ("" if tree[2] == 8 else f":{tree[2]}")
+    if kind == "convert":
+        return f"({'i' if tree[3] else 'u'}{8 * tree[2]}) {expression_text(tree[1], True)}"
+    if kind == "entry":
+        return f"{register_name(tree[1])}@entry"
+    if kind == "param":
+        return f"parameter@entry(DIE 0x{tree[1]:x})"
+    if kind in ("~", "neg", "abs"):
+        return f"{'-' if kind == 'neg' else kind}({expression_text(tree[1])})"
+    if kind in _INFIX:
+        text = f"{expression_text(tree[1], True)} {kind} {expression_text(tree[2], True)}"
+        return f"({text})" if inner else text
+    return str(tree)
 
 
 class LocationForm(Enum):
@@ -157,14 +289,14 @@ class LocationOrigin:
     list_range: tuple[int, int] | None = None     # the [low, high) entry covering the PC
 
 
-def describe_variable(variable: "VisibleVariable") -> str:
+def describe_variable(variable: "VisibleVariable", module: str = "the module") -> str:
     """`describe_location` plus how DWARF said it: `frame offset -36 (CFA)
     → [rbp-20]`, `location list [0x1140,0x1150) → register rdi`."""
     location, origin = variable.location, variable.origin
     if isinstance(location, OptimizedOut) and location.reason == "optimized out":
         text = "optimized out"
     else:
-        text = describe_location(location)
+        text = describe_location(location, module)
     if origin is None:
         return text
     if (origin.form is LocationForm.FRAME_OFFSET and origin.frame_offset is not None
@@ -218,16 +350,44 @@ class VisibleVariable:
     decl_file: str | None = None
     decl_line: int | None = None
     origin: LocationOrigin | None = None      # how DWARF described `location`
+    # The block it is declared in, for `gs-cgen info`: "inlined clampk" (an
+    # inlined instance's own scope), "block at line 40" (a lexical block);
+    # None for the function's own top-level scope.
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class FrameScope:
+    """What gdb shows in the frame it selects when it stops at a PC (see
+    dwarf/scopes.py for which frame that is).
+
+    `function`: the selected frame's function; `inlined`: it is an inlined
+    instance. `variables`: its parameters and locals in scope at the PC,
+    innermost block first. `inlined_into`: the functions the selected frame
+    is inlined in, innermost first (their variables are not in scope, as
+    in gdb). `hidden`: inlined calls that begin at this PC inside the
+    selected frame, which gdb does not show (innermost first)."""
+
+    function: str | None
+    inlined: bool
+    variables: tuple[VisibleVariable, ...]
+    inlined_into: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class GlobalVariable:
     name: str
     type: CType
-    address: int              # link-time virtual address
-    section: str              # "text" | "rodata" | "data" | "bss"
+    address: int              # link-time virtual address; a thread_local's offset in the TLS block
+    section: str              # "text" | "rodata" | "data" | "bss" | "tls"
     decl_file: str | None = None
     decl_line: int | None = None
+    thread_local: bool = False    # __thread / _Thread_local: one copy per thread
+
+    @property
+    def location(self) -> "AtAddress | ThreadLocal":
+        return ThreadLocal(self.address) if self.thread_local else AtAddress(self.address)
 
 
 @dataclass(frozen=True)
@@ -243,6 +403,9 @@ class FunctionSite:
     # Why DWARF describes no parameters or locals here (hand-written
     # assembly, a symbol without DWARF); None for a described function.
     no_variables: str | None = None
+    # The DIE (DW_TAG_subprogram or DW_TAG_inlined_subroutine) of this copy:
+    # a probe here sees its frame, as gdb's `break NAME` does.
+    frame_die: int | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +427,9 @@ class LineSite:
     line: int                 # the line actually probed (may follow the requested one)
     address: int
     function: str | None      # enclosing function name, if known
+    # The function whose frame gdb selects here, when the address moved to
+    # the end of its prologue (the line is its first); None: the innermost.
+    frame_die: int | None = None
 
 
 @dataclass(frozen=True)
@@ -276,6 +442,17 @@ class LoadSegment:
     filesz: int
     executable: bool
     writable: bool
+
+
+@dataclass(frozen=True)
+class TlsSegment:
+    """The PT_TLS program header: the module's TLS initialization image
+    (`filesz` bytes of .tdata at `vaddr`) and block size and alignment."""
+
+    vaddr: int
+    filesz: int
+    memsz: int
+    align: int
 
 
 @dataclass(frozen=True)

@@ -12,23 +12,24 @@ import os
 import struct
 
 from gs_cgen.dwarf.cache import open_index_cache
-from gs_cgen.dwarf.callsites import call_site_values
-from gs_cgen.dwarf.code import check_instruction_boundary, registers_written
+from gs_cgen.dwarf.callsites import calls_to
+from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, EntryValue, InRegister,
-                                 OptimizedOut, StaticAddress, VariableLocation, register_name,
-                                 CodeLocation, FunctionSite, GlobalVariable, IfuncSymbol, LineSite,
-                                 LoadSegment, UnsupportedLocation, VisibleVariable)
+from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable,
+                                 IfuncSymbol, LineSite, LoadSegment, OptimizedOut, ThreadLocal,
+                                 TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable)
 from gs_cgen.dwarf.relocs import dynamic_relocations, dynamic_symbol_names, import_slots
-from gs_cgen.dwarf.scopes import ScopeContext, variable_at, visible_variables
+from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
+from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, locate_die, variable_at
 from gs_cgen.dwarf.symvers import parse_spelling
-from gs_cgen.dwarf.sites import (function_probe_address, is_optimized_gcc, line_at, match_files,
-                                 stmt_rows_for)
+from gs_cgen.dwarf.tls import tls_expression_bytes
+from gs_cgen.dwarf.sites import (covering_line, function_probe_address, inlined_instances,
+                                 is_optimized_gcc, line_at, match_files, stmt_rows_for)
 from gs_cgen.dwarf.typebuild import TypeBuilder
 from gs_cgen.dwarf.types import CType, PointerType
 from gs_cgen.errors import DebugInfoError, nearest
@@ -48,6 +49,9 @@ _GCC_BASE_NAMES = {
     "long": "long int", "unsigned long": "long unsigned int",
     "long long": "long long int", "unsigned long long": "long long unsigned int",
     "bool": "_Bool",
+    "unsigned __int128": "__int128 unsigned", "signed __int128": "__int128",
+    "_Complex float": "complex float", "_Complex double": "complex double",
+    "_Complex long double": "complex long double",
 }
 
 
@@ -100,6 +104,8 @@ class ModuleDebugInfo:
         self.build_id = self._elf.build_id
         self.is_pie = self._elf.is_pie
         self.segments: tuple[LoadSegment, ...] = self._elf.segments
+        self.tls_segment: TlsSegment | None = self._elf.tls_segment    # PT_TLS
+        self.dynamic_vaddr: int | None = self._elf.dynamic_vaddr       # PT_DYNAMIC
         search = find_debug_info(self._elf, self.path, target_root)
         self._debug_elf = search.image
         self._debug_searched = search.searched
@@ -136,7 +142,8 @@ class ModuleDebugInfo:
 
     @functools.cached_property
     def _scope_context(self) -> ScopeContext:
-        return ScopeContext(self._dwarf, self._types, self._locations, self._cfa_at, self._decl_file)
+        return ScopeContext(self._dwarf, self._types, self._locations, self._cfa_at, self._decl_file,
+                            self._line_at)
 
     def _cfa_at(self, pc: int):
         try:
@@ -147,6 +154,9 @@ class ModuleDebugInfo:
 
     def _decl_file(self, cu, index: int) -> str | None:
         return self._dwarf.file_map(cu.cu_offset).get(index)
+
+    def _line_at(self, cu, address: int) -> int | None:
+        return covering_line(self._dwarf.line_table(cu.cu_offset), address)
 
     # --------------------------------------------------------------- ELF
 
@@ -170,7 +180,14 @@ class ModuleDebugInfo:
             symbols.versioned_names(SymbolKind.FUNC)
 
     def global_names(self) -> list[str]:
-        return _base_names(self._elf.symbols.names(SymbolKind.OBJECT))
+        symbols = self._elf.symbols
+        return _base_names(symbols.names(SymbolKind.OBJECT) + symbols.names(SymbolKind.TLS))
+
+    def symbol_address(self, name: str) -> int | None:
+        """The link-time address of data object `name` (`_r_debug` in
+        ld.so), from the symbol tables alone: no DWARF needed."""
+        symbols = self._elf.symbols.named(name, SymbolKind.OBJECT)
+        return symbols[0].address if symbols else None
 
     # ---------------------------------------------------------- functions
 
@@ -183,23 +200,27 @@ class ModuleDebugInfo:
         self.require_debug_info()
         bare = parse_bare(name)
         symbols = [s for s in self._symbols_named(name, SymbolKind.FUNC) if not s.ifunc]
+        # One site per address, as gdb sets one breakpoint location per address.
         found: dict[int, FunctionSite] = {}
         for sym in symbols:
             hit = self._dwarf.function_at(sym.address)
             # An alias may name any subprogram; a clone (f.constprop.0) must be f's.
             if hit is not None and hit[1].ranges[0][0] == sym.address and \
                     (sym.name == bare or hit[1].name == name):
-                found.setdefault(hit[1].die_offset, self._function_site(*hit))
+                site = self._function_site(*hit)
+                found.setdefault(site.probe_address, site)
         if not found and not self._elf.has_symtab:
-            found = {e.die_offset: self._function_site(cu, e) for cu, e in self._scan_functions(name)}
-        for site in self._inlined_sites(name, found):
-            found.setdefault(-site.probe_address, site)
+            for cu, entry in self._scan_functions(name):
+                site = self._function_site(cu, entry)
+                found.setdefault(site.probe_address, site)
+        for site in self._inlined_sites(name):
+            found.setdefault(site.probe_address, site)
         if not found:          # known to the symbol table only: attach, no variables
-            found = {-s.address: self._symbol_site(s.address, s.name) for s in symbols
+            found = {s.address: self._symbol_site(s.address, s.name) for s in symbols
                      if s.name == bare}
         if not found:
             self._raise_not_found(name)
-        return sorted(found.values(), key=lambda site: site.low_pc)
+        return sorted(found.values(), key=lambda site: site.probe_address)
 
     def _raise_not_found(self, name: str):
         if self.ifunc_named(name) is not None:
@@ -253,48 +274,30 @@ class ModuleDebugInfo:
     def _dynamic_names(self) -> list[str]:
         return dynamic_symbol_names(self._elf)
 
-    def _inlined_sites(self, name: str, out_of_line: dict) -> list[FunctionSite]:
-        """Inlined instances of `name` (gdb sets a location on each). Only
-        searched where inlining is known to have happened: the CUs of
-        out-of-line copies that have an abstract origin, or — for a
-        function with no out-of-line copy — every CU of a small module."""
-        cus = {}
-        for offset in out_of_line:
-            die = self._dwarf.die_at(offset)
-            if "DW_AT_abstract_origin" in die.attributes or "DW_AT_inline" in die.attributes:
-                cus[die.cu.cu_offset] = die.cu
-        info = self._debug_elf.section(".debug_info") if self._debug_elf else None
-        if not out_of_line and info is not None and info.size <= _FULL_SCAN_LIMIT:
-            cus = {off: self._dwarf.cu_at(off) for off in self._dwarf.cu_offsets()}
-        return [site for cu in cus.values() for site in self._inlined_in(cu, name)]
+    def _inlined_sites(self, name: str) -> list[FunctionSite]:
+        """Inlined instances of `name`, in every CU: gdb sets a location on
+        each. Raw searches find them (dwarf/sites.py inlined_instances), so
+        no CU's DIE tree is walked, whatever the module's size."""
+        return [self._inline_site(die, name) for die in inlined_instances(self._dwarf, name)]
 
-    def _inlined_in(self, cu, name: str) -> list[FunctionSite]:
-        abstract = {die.offset for die in cu.iter_DIEs()
-                    if die.tag == "DW_TAG_subprogram" and die_name(die) == name
-                    and "DW_AT_inline" in die.attributes}
-        if not abstract:
-            return []
-        sites = []
-        for die in cu.iter_DIEs():
-            if die.tag == "DW_TAG_inlined_subroutine" and \
-                    _reference(die, "DW_AT_abstract_origin") in abstract:
-                ranges = self._dwarf.die_ranges(die)
-                if ranges:
-                    sites.append(self._inline_site(cu, die, name, ranges))
-        return sites
-
-    def _inline_site(self, cu, die, name: str, ranges) -> FunctionSite:
-        entry = die.attributes.get("DW_AT_entry_pc")
-        low, high = ranges[0]
-        # DWARF 5 allows entry_pc as an offset from the low address.
-        pc = low if entry is None else (entry.value if entry.form == "DW_FORM_addr"
-                                        else low + entry.value)
-        origin = self._dwarf.die_at(_reference(die, "DW_AT_abstract_origin"))
-        file_attr = origin.attributes.get("DW_AT_decl_file")
-        line_attr = origin.attributes.get("DW_AT_decl_line")
-        return FunctionSite(name=name, low_pc=low, high_pc=high, probe_address=pc,
-                            decl_file=self._decl_file(cu, file_attr.value) if file_attr else None,
-                            decl_line=line_attr.value if line_attr else None)
+    def _inline_site(self, die, name: str) -> FunctionSite:
+        """gdb 13's location for an inlined copy: the start of its first
+        range (BLOCK_ENTRY_PC; DW_AT_entry_pc is not used, and GCC's may lie
+        outside the ranges: PyUnicode_New's does), moved past the enclosing
+        function's prologue in code without trustworthy location lists."""
+        low, high = self._dwarf.die_ranges(die)[0]
+        probe = low
+        hit = None if self._locations_valid(die.cu) else self._dwarf.function_at(low)
+        if hit is not None:
+            probe = max(low, self._probe_address(hit[0], *hit[1].ranges[0]))
+        origin = origin_having(die, "DW_AT_decl_file")
+        line_attr = inherited_attr(die, "DW_AT_decl_line")
+        decl_file = origin.attributes["DW_AT_decl_file"].value if origin is not None else None
+        # Named as its out-of-line copy is (DW_AT_name), whatever gdb matched.
+        return FunctionSite(name=die_name(die) or name, low_pc=low, high_pc=high, probe_address=probe,
+                            decl_file=self._decl_file(origin.cu, decl_file) if origin else None,
+                            decl_line=line_attr.value if line_attr else None,
+                            frame_die=die.offset)
 
     def _symbols_named(self, name: str, kind: SymbolKind):
         # GCC suffixes clones and function-level statics: f.constprop.0, counter.1
@@ -323,7 +326,8 @@ class ModuleDebugInfo:
         return FunctionSite(
             name=entry.name or "", low_pc=low, high_pc=high, probe_address=probe,
             decl_file=decl_file, decl_line=decl_line,
-            no_variables=self._assembly_reason(entry.name or f"0x{low:x}", cu))
+            no_variables=self._assembly_reason(entry.name or f"0x{low:x}", cu),
+            frame_die=entry.die_offset)
 
     def _assembly_reason(self, name: str, cu) -> str | None:
         """Why a function of `cu` has no variables, when `cu` is assembly."""
@@ -336,10 +340,14 @@ class ModuleDebugInfo:
         return f"{name} is hand-written assembly{where}: DWARF describes no parameters or locals"
 
     def _probe_address(self, cu, low: int, high: int) -> int:
-        producer = cu.get_top_DIE().attributes.get("DW_AT_producer")
-        text = producer.value.decode("utf-8", "replace") if producer else None
+        if self._locations_valid(cu):
+            return low                # no line table needed
         return function_probe_address(self._dwarf.line_table(cu.cu_offset), low, high,
-                                      is_optimized_gcc(text), self._elf.read(low, 16))
+                                      False, self._elf.read(low, 16))
+
+    def _locations_valid(self, cu) -> bool:
+        producer = cu.get_top_DIE().attributes.get("DW_AT_producer")
+        return is_optimized_gcc(producer.value.decode("utf-8", "replace") if producer else None)
 
     # -------------------------------------------------------------- lines
 
@@ -384,25 +392,34 @@ class ModuleDebugInfo:
         sites = []
         for key, address in first.items():
             entry = by_offset.get(key)
-            site_line = line
+            site_line, frame_die = line, None
             if entry is not None and address == entry.ranges[0][0]:
-                # At a function's entry gdb skips the prologue, as for `break f`.
+                # At a function's entry gdb skips the prologue, as for `break f`,
+                # and stops in the function's frame (dwarf/scopes.py).
                 probe = self._probe_address(cu, *entry.ranges[0])
                 if probe != address:
-                    address = probe
+                    address, frame_die = probe, entry.die_offset
                     site_line = line_at(self._dwarf.line_table(cu_offset), probe) or line
-            sites.append(LineSite(path, site_line, address, entry.name if entry else None))
+            sites.append(LineSite(path, site_line, address, entry.name if entry else None,
+                                  frame_die))
         return sites
 
     # ---------------------------------------------------------- variables
 
-    def variables_at(self, pc: int) -> list[VisibleVariable]:
-        """Parameters and locals in scope at `pc`, innermost scope first,
-        each with its location resolved at `pc`."""
+    def variables_at(self, pc: int, frame_die: int | None = None) -> list[VisibleVariable]:
+        """Parameters and locals in scope at `pc` in the frame gdb selects
+        there (dwarf/scopes.py): the innermost, or, for a probe on a
+        function, that function's copy `frame_die` (FunctionSite.frame_die).
+        Innermost block first, each located at `pc`."""
+        return list(self.frame_at(pc, frame_die).variables)
+
+    def frame_at(self, pc: int, frame_die: int | None = None) -> FrameScope:
+        """variables_at, with the frame they belong to and the frames
+        around it (for `gs-cgen info`)."""
         hit = self._function_hit(pc)
         die = self._dwarf.die_at(hit[1].die_offset)
-        found = visible_variables(self._scope_context, die, pc)
-        return self._resolved(hit, pc, found)
+        frame = frame_scope(self._scope_context, die, pc, frame_die)
+        return dataclasses.replace(frame, variables=tuple(self._resolved(hit, pc, frame.variables)))
 
     def variable_at(self, die_offset: int, pc: int) -> VisibleVariable | None:
         """The parameter or local DIE at `die_offset`, located at `pc` exactly
@@ -420,56 +437,56 @@ class ModuleDebugInfo:
             raise DebugInfoError(f"no function with debug info covers address 0x{pc:x}")
         return hit
 
-    def _resolved(self, hit, pc: int, found: list[VisibleVariable]) -> list[VisibleVariable]:
-        """What scopes.py cannot decide alone, decided with the ELF file:
-        entry values (is the register still intact?) and static addresses
-        (did the linker keep the object?)."""
-        written = None
+    def _resolved(self, hit, pc: int, found) -> list[VisibleVariable]:
+        """What scopes.py cannot decide alone, decided with the ELF file
+        (dwarf/resolve.py)."""
+        function = hit[1]
+        die = self._dwarf.die_at(function.die_offset)
+        resolver = LocationResolver(ResolveContext(
+            elf=self._elf, ranges=function.ranges, cu_offset=die.cu.cu_offset,
+            call_sites=lambda: calls_to(self._dwarf, die), cfa=lambda: self._cfa_at(pc),
+            locate_die=lambda offset: locate_die(self._scope_context, die,
+                                                 self._dwarf.die_at(offset), pc)))
         out = []
         for variable in found:
-            location = variable.location
-            if isinstance(location, EntryValue):
-                if written is None:
-                    written = registers_written(self._elf, hit[1].ranges)
-                location = self._entry_value(hit, pc, location, written)
-            elif isinstance(location, (AtAddress, StaticAddress)) and \
-                    self._elf.segment_of(location.address) is None:
-                # ld leaves DW_OP_addr 0 (or a stale address) for discarded sections.
-                location = OptimizedOut(f"static address 0x{location.address:x} is outside the "
-                                        "module's loaded segments (discarded by the linker)")
+            location = resolver.resolve(variable.location)
+            if isinstance(location, ThreadLocal):
+                location = self._thread_local(location)
             out.append(variable if location is variable.location
                        else dataclasses.replace(variable, location=location))
         return out
 
-    def _entry_value(self, hit, pc: int, entry: EntryValue, written) -> VariableLocation:
-        """The register itself when the function never writes it; else the
-        caller's DW_AT_call_value, chosen at run time by return address."""
-        reg, name = entry.dwarf_register, register_name(entry.dwarf_register)
-        if reg <= 16 and name not in written:
-            return InRegister(reg)
-        cu, function = hit
-        die = self._dwarf.die_at(function.die_offset)
-        callee = {function.die_offset, _reference(die, "DW_AT_abstract_origin")} - {None}
-        cases = call_site_values(cu, callee, reg, _reference, written)
-        cfa = self._cfa_at(pc)
-        if cases and isinstance(cfa, tuple):
-            return CallSiteValue(AtRegisterOffset(cfa[0], cfa[1] - 8), tuple(cases))
-        return OptimizedOut(f"entry value of {name}, which this function overwrites, and no "
-                            "call site says how it was computed")
+    def _thread_local(self, location: ThreadLocal) -> VariableLocation:
+        # ld leaves the offset of a discarded object too: it must be in PT_TLS.
+        tls = self.tls_segment
+        if tls is None or location.offset >= tls.memsz:
+            size = "none" if tls is None else f"0x{tls.memsz:x} bytes"
+            return OptimizedOut(f"TLS offset 0x{location.offset:x} is outside the module's TLS "
+                                f"block ({size}; discarded by the linker)")
+        return location
 
     def find_global(self, name: str) -> GlobalVariable | None:
-        """A global, file-scope static or function-level static."""
+        """A global, file-scope static or function-level static, or one of
+        those declared __thread / _Thread_local."""
         self.require_debug_info()
         for sym in self._symbols_named(name, SymbolKind.OBJECT):
-            die = self._variable_die_at(sym.address, name)
+            die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), name)
             if die is not None:
                 return self._global(die, name, sym.address)
+        if self.tls_segment is None:
+            return None
+        for sym in self._symbols_named(name, SymbolKind.TLS):
+            # st_value of an STT_TLS symbol is its offset in the TLS block.
+            for needle in tls_expression_bytes(sym.address):
+                die = self._variable_die_at(needle, name)
+                if die is not None:
+                    return self._global(die, name, sym.address, thread_local=True)
         return None
 
-    def _variable_die_at(self, address: int, name: str):
-        # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1):
-        # search the raw bytes, then parse only the CU holding the hit.
-        needle = b"\x03" + struct.pack("<Q", address)
+    def _variable_die_at(self, needle: bytes, name: str):
+        # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1),
+        # or the TLS shape (dwarf/tls.py): search the raw bytes, then parse
+        # only the CU holding the hit.
         for pos in self._dwarf.find_bytes(needle, _SEARCH_LIMIT):
             die = self._die_enclosing(pos)
             if die is not None and die.tag == "DW_TAG_variable" and die_name(die) == name:
@@ -492,15 +509,29 @@ class ModuleDebugInfo:
             parent = last
         return None
 
-    def _global(self, die, name: str, address: int) -> GlobalVariable:
+    def _global(self, die, name: str, address: int, thread_local: bool = False) -> GlobalVariable:
         typed = origin_having(die, "DW_AT_type") or die
         file_attr = inherited_attr(die, "DW_AT_decl_file")
         line_attr = inherited_attr(die, "DW_AT_decl_line")
         return GlobalVariable(
             name=name, type=self._types.type_of(typed), address=address,
-            section=self.section_of(address),
+            section="tls" if thread_local else self.section_of(address),
             decl_file=self._decl_file(die.cu, file_attr.value) if file_attr else None,
-            decl_line=line_attr.value if line_attr else None)
+            decl_line=line_attr.value if line_attr else None, thread_local=thread_local)
+
+    def struct_member_offsets(self, name: str, members: tuple[str, ...]) -> dict[str, int] | None:
+        """Byte offsets of `members` in the definition of `struct name`
+        that has them all (glibc's ld.so has two `struct link_map`: the
+        public one of <link.h> and its own, longer one); None if none has."""
+        self.require_debug_info()
+        for offset in self._type_candidate_cus(name):
+            for die in self._dwarf.cu_at(offset).iter_DIEs():
+                if die.tag == "DW_TAG_structure_type" and die_name(die) == name and \
+                        "DW_AT_declaration" not in die.attributes:
+                    found = _member_offsets(die, members)
+                    if found is not None:
+                        return found
+        return None
 
     # -------------------------------------------------------------- types
 
@@ -597,20 +628,18 @@ class ModuleDebugInfo:
         return seen + rest
 
 
-_FULL_SCAN_LIMIT = 2 << 20          # bytes of .debug_info a DIE walk may cover
 # What GNU as records for a .S file (DWARF 5 section 7.12 leaves assembly
 # languages to vendors; gas, gdb and LLVM use the MIPS value).
 _DW_LANG_MIPS_ASSEMBLER = 0x8001
-_CU_RELATIVE_REFS = ("DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM_ref8",
-                     "DW_FORM_ref_udata")
-
-
-def _reference(die, name: str) -> int | None:
-    """The absolute .debug_info offset a reference attribute points at."""
-    attr = die.attributes.get(name)
-    if attr is None:
-        return None
-    return attr.value + die.cu.cu_offset if attr.form in _CU_RELATIVE_REFS else attr.value
+def _member_offsets(struct_die, members: tuple[str, ...]) -> dict[str, int] | None:
+    found = {}
+    for child in struct_die.iter_children():
+        location = child.attributes.get("DW_AT_data_member_location")
+        name = die_name(child)
+        if child.tag == "DW_TAG_member" and name in members and location is not None and \
+                isinstance(location.value, int):
+            found[name] = location.value
+    return found if len(found) == len(members) else None
 
 
 def _function_covering(functions, address: int) -> FunctionEntry | None:

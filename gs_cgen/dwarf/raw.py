@@ -162,6 +162,48 @@ def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: byt
     return stmt_list, comp_dir
 
 
+def read_abbreviations(abbrev: bytes, offset: int) -> dict[int, tuple[int, tuple]]:
+    """code -> (tag, ((attribute, form), ...)) for the abbreviation table at
+    `offset` of .debug_abbrev (DWARF 5 section 7.5.3)."""
+    r, table = ByteReader(abbrev, offset), {}
+    while (code := r.uleb()) != 0:
+        tag = r.uleb()
+        r.pos += 1                                 # has_children
+        specs = []
+        while True:
+            attr, form = r.uleb(), r.uleb()
+            if attr == 0 and form == 0:
+                break
+            if form == _FORM_IMPLICIT_CONST:
+                r.uleb()                           # value lives in the abbreviation
+            specs.append((attr, form))
+        table[code] = (tag, tuple(specs))
+    return table
+
+
+def attribute_at(info: bytes, start: int, pos: int, abbreviations: dict, offset_size: int,
+                 address_size: int) -> tuple[int, int, tuple] | None:
+    """If a DIE starts at `start`: (its tag, the attribute whose value
+    starts at `pos`, all its (attribute, form) specs). None when the bytes
+    there are no DIE of this CU's abbreviations, or none of its attributes
+    starts at `pos`. Only the bytes up to `pos` are decoded."""
+    r = ByteReader(info, start)
+    try:
+        entry = abbreviations.get(r.uleb())
+        if entry is None:
+            return None
+        tag, specs = entry
+        for attr, form in specs:
+            if r.pos == pos and form not in (_FORM_FLAG_PRESENT, _FORM_IMPLICIT_CONST):
+                return tag, attr, specs
+            if r.pos > pos:
+                return None
+            _skip_or_read(r, form, offset_size, address_size, {})
+    except (UnsupportedHeader, IndexError, ValueError):
+        return None
+    return None
+
+
 def _abbrev_specs(abbrev: bytes, offset: int, code: int) -> list[tuple[int, int]]:
     r = ByteReader(abbrev, offset)
     while True:

@@ -1,16 +1,47 @@
-"""Parameters and locals in scope at one PC.
+"""Parameters and locals in scope at one PC, as gdb 13 shows them when it
+stops at a breakpoint there.
 
-Starting from the concrete DW_TAG_subprogram that holds the PC, descend
-into every DW_TAG_lexical_block and DW_TAG_inlined_subroutine whose ranges
-cover the PC (DWARF 5 sections 3.3.8 and 3.5). Variables of the innermost
-scope come first, so the first match by name is the one C would see.
+Blocks (gdb/dwarf2/read.c read_func_scope, read_lexical_block_scope): the
+DW_TAG_subprogram holding the PC, then each DW_TAG_lexical_block and
+DW_TAG_inlined_subroutine whose addresses (DW_AT_low_pc/high_pc or
+DW_AT_ranges, DWARF 5 section 2.17) cover it. A lexical block with no
+address attributes only groups declarations: its children belong to the
+enclosing block. A lexical block whose addresses are all invalid (empty,
+or 0 where the linker discarded the code) is dropped with its children,
+and so is an inlined subroutine without valid addresses or name.
 
-Each DW_TAG_inlined_subroutine starts a frame of its own (gdb's `bt` shows
-it as one; `info scope` and `info locals` stop at it). The innermost
-frame's variables are listed as gdb lists them; those of the frames it was
-inlined into follow, minus the names an inner frame already has: C would
-not see them, and a function inlined into itself (PyDict_SetItem,
-__mmap64) would otherwise list every parameter twice.
+A block's variables are its DW_TAG_formal_parameter and DW_TAG_variable
+children, and the children of its DW_AT_abstract_origin that none of its
+own children refers to (gdb inherit_abstract_dies; DWARF 5 section
+3.3.8.2): a concrete instance leaves out what the compiler dropped, and
+gdb lists those as <optimized out>.
+
+Frames: each DW_TAG_inlined_subroutine starts a frame of its own (gdb's
+`bt` shows it as one). A name resolves in the selected frame only,
+innermost block first: gdb's lookup_local_symbol stops at an inlined
+function's block, so in a frame inlined into `bump`, `print before` (a
+local of bump) is "No symbol in current context", and gs-cgen does not see
+it either.
+
+The frame gdb selects when it stops at a breakpoint (gdb/inline-frame.c
+skip_inline_frames, stopped_by_user_bp_inline_frame): walking out from the
+innermost block, an inlined block that begins at the PC is skipped — its
+entry (the start of its first range: gdb 13 ignores DW_AT_entry_pc) is the
+PC, or the address before the PC is outside it — unless it is the block of
+the function the breakpoint names; the walk stops at the first inlined
+block that does not begin at the PC, or at the function. So:
+
+  - `trace F`, F's out-of-line copy: F's frame, even when an inlined call
+    begins at F's first instruction. Lua's luaH_getint and the inlined
+    checkrange both have a `k`; `print k` there is luaH_getint's.
+  - `trace F`, an inlined copy of F: that copy's frame (inlined calls that
+    begin at the same PC inside it are skipped).
+  - `FILE:LINE` and `0xADDR`: the innermost frame at the PC (gdb takes the
+    innermost function there as the breakpoint's symbol). A line that is a
+    function's first, moved past the prologue, selects that function.
+
+The caller says which: `frame_die`, the DIE offset of the function or
+inlined instance the probe is for, or None for the innermost.
 """
 from __future__ import annotations
 
@@ -20,11 +51,13 @@ from typing import Callable
 
 from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader, frame_base_from_ops, frame_base_label
-from gs_cgen.dwarf.model import (LocationForm, OptimizedOut, UnsupportedLocation, VariableKind,
-                                 VisibleVariable)
+from gs_cgen.dwarf.model import (FrameScope, LocationForm, OptimizedOut, UnsupportedLocation,
+                                 VariableKind, VisibleVariable)
 from gs_cgen.dwarf.typebuild import TypeBuilder
 
-_SCOPE_TAGS = ("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine")
+_LEXICAL = "DW_TAG_lexical_block"
+_INLINED = "DW_TAG_inlined_subroutine"
+_CALL_SITES = ("DW_TAG_call_site", "DW_TAG_GNU_call_site")
 _VARIABLE_KINDS = {
     "DW_TAG_formal_parameter": VariableKind.PARAMETER,
     "DW_TAG_variable": VariableKind.LOCAL,
@@ -40,26 +73,46 @@ class ScopeContext:
     locations: LocationReader
     cfa_at: Callable[[int], "tuple[int, int] | object"]     # pc -> (reg, off) | VariableLocation
     decl_file: Callable[[object, int], str | None]          # (cu, DWARF file index) -> path
+    line_at: Callable[[object, int], int | None] = lambda cu, address: None  # (cu, pc) -> line
 
 
-def visible_variables(ctx: ScopeContext, function_die, pc: int) -> list[VisibleVariable]:
+def frame_scope(ctx: ScopeContext, function_die, pc: int, frame_die: int | None = None) -> FrameScope:
+    """The frame gdb selects at `pc` for a probe on `frame_die` (None: the
+    innermost), and its variables; see the module docstring."""
+    frames = _frames(_scope_chain(ctx.index, function_die, pc))
+    k = _selected(ctx.index, frames, pc, frame_die)
     frame_base = _FrameBase(ctx, function_die, pc)
-    out: list[VisibleVariable] = []
-    for frame in reversed(_frames(_scope_chain(ctx.index, function_die, pc))):
-        hidden = {v.name for v in out}
-        for scope in reversed(frame):
-            for child in scope.iter_children():
-                variable = _variable(ctx, child, pc, frame_base)
-                if variable is not None and variable.name not in hidden:
-                    out.append(variable)
-    return out
+    head = frames[k][0]
+    variables = []
+    for scope in reversed(frames[k]):
+        dies = block_variables(ctx.index, scope)
+        label = _scope_label(ctx, scope, head, dies)
+        for die in dies:
+            variable = _variable(ctx, die, pc, frame_base, label)
+            if variable is not None:
+                variables.append(variable)
+    return FrameScope(function=die_name(head), inlined=k > 0, variables=tuple(variables),
+                      inlined_into=tuple(die_name(f[0]) or "?" for f in reversed(frames[:k])),
+                      hidden=tuple(die_name(f[0]) or "?" for f in reversed(frames[k + 1:])))
 
 
 def variable_at(ctx: ScopeContext, function_die, die, pc: int) -> VisibleVariable | None:
     """One parameter or local DIE of `function_die`, located at `pc` as
-    visible_variables locates it (None for DIEs that are not variables)."""
-    return _variable(ctx, die, pc, _FrameBase(ctx, function_die, pc))
+    frame_scope locates it (None for DIEs that are not variables)."""
+    return _variable(ctx, die, pc, _FrameBase(ctx, function_die, pc), None)
 
+
+def locate_die(ctx: ScopeContext, function_die, die, pc: int):
+    """The location at `pc` of any DIE with DW_AT_location or
+    DW_AT_const_value (the artificial object an implicit pointer names)."""
+    return ctx.locations.locate(die, pc, *_locate_args(_FrameBase(ctx, function_die, pc)))[0]
+
+
+def _locate_args(frame_base: "_FrameBase") -> tuple:
+    return frame_base, frame_base.cfa, frame_base.entry_pc
+
+
+# ------------------------------------------------------------- the tree
 
 def _scope_chain(index: DwarfIndex, function_die, pc: int) -> list:
     """The function DIE, then each nested scope DIE covering `pc`."""
@@ -71,29 +124,132 @@ def _scope_chain(index: DwarfIndex, function_die, pc: int) -> list:
         chain.append(inner)
 
 
+def _covering_child_scope(index: DwarfIndex, die, pc: int):
+    for child in die.iter_children():
+        if child.tag not in (_LEXICAL, _INLINED):
+            continue
+        bounds = index.pc_bounds(child)
+        if bounds is None:
+            if child.tag == _LEXICAL:          # declarations only: look inside
+                found = _covering_child_scope(index, child, pc)
+                if found is not None:
+                    return found
+            continue
+        if any(lo <= pc < hi for lo, hi in bounds) and \
+                (child.tag == _LEXICAL or die_name(child) is not None):
+            return child                       # gdb ignores unnamed functions
+    return None
+
+
 def _frames(chain: list) -> list[list]:
     """`chain` cut before each DW_TAG_inlined_subroutine, outermost first."""
     frames: list[list] = []
     for scope in chain:
-        if not frames or scope.tag == "DW_TAG_inlined_subroutine":
+        if not frames or scope.tag == _INLINED:
             frames.append([])
         frames[-1].append(scope)
     return frames
 
 
-def _covering_child_scope(index: DwarfIndex, die, pc: int):
-    for child in die.iter_children():
-        if child.tag in _SCOPE_TAGS and any(lo <= pc < hi for lo, hi in index.die_ranges(child)):
-            return child
-        # A lexical block without ranges only groups declarations.
-        if child.tag == "DW_TAG_lexical_block" and not index.die_ranges(child):
-            found = _covering_child_scope(index, child, pc)
-            if found is not None:
-                return found
-    return None
+def _selected(index: DwarfIndex, frames: list[list], pc: int, frame_die: int | None) -> int:
+    """Which of `frames` gdb stops in (skip_inline_frames)."""
+    if frame_die is None:
+        return len(frames) - 1
+    for k in range(len(frames) - 1, 0, -1):
+        head = frames[k][0]
+        if head.offset == frame_die or not _begins_at(index, head, pc):
+            return k
+    return 0
 
 
-def _variable(ctx: ScopeContext, die, pc: int, frame_base: "_FrameBase") -> VisibleVariable | None:
+def _begins_at(index: DwarfIndex, block, pc: int) -> bool:
+    """gdb: BLOCK_ENTRY_PC (block) == pc || block_starting_point_at (pc, block)."""
+    ranges = index.die_ranges(block)
+    return ranges[0][0] == pc or not any(lo <= pc - 1 < hi for lo, hi in ranges)
+
+
+def block_variables(index: DwarfIndex, scope) -> list:
+    """The variable DIEs gdb puts in `scope`'s block: its own, those of
+    address-less lexical blocks in it, then those its abstract origin has
+    and none of its children stands for."""
+    found: list = []
+    origin = _reference(scope, "DW_AT_abstract_origin")
+    referenced: set[int] | None = set() if origin is not None else None
+    _own_variables(index, scope, found, referenced)
+    if origin is not None:
+        for child in index.die_at(origin).iter_children():
+            if child.offset not in referenced:
+                _abstract_variables(child, found)
+    return found
+
+
+def _own_variables(index: DwarfIndex, scope, found: list, referenced: set[int] | None) -> None:
+    """`referenced` collects the abstract DIEs the children stand for (None:
+    not wanted, the scope has no abstract origin)."""
+    for child in scope.iter_children():
+        if child.tag in _CALL_SITES:
+            continue
+        if referenced is not None:
+            origin = _final_origin(child)
+            if origin is not None:
+                referenced.add(origin)
+        if child.tag in _VARIABLE_KINDS:
+            found.append(child)
+        elif child.tag == _LEXICAL and index.pc_bounds(child) is None:
+            # Only direct children count as standing for abstract ones.
+            _own_variables(index, child, found, None)
+
+
+def _abstract_variables(die, found: list) -> None:
+    # An abstract lexical block has no addresses: its variables are the
+    # enclosing block's (gdb processes it as if unwrapped).
+    if die.tag in _VARIABLE_KINDS:
+        found.append(die)
+    elif die.tag == _LEXICAL and "DW_AT_ranges" not in die.attributes \
+            and "DW_AT_low_pc" not in die.attributes:
+        for child in die.iter_children():
+            _abstract_variables(child, found)
+
+
+def _final_origin(die) -> int | None:
+    """The last DIE of a DW_AT_abstract_origin chain (GCC PR 40573 made
+    chains longer than one)."""
+    offset = None
+    for _ in range(4):
+        if "DW_AT_abstract_origin" not in die.attributes:
+            return offset
+        die = die.get_DIE_from_attribute("DW_AT_abstract_origin")
+        offset = die.offset
+    return offset
+
+
+def _reference(die, name: str) -> int | None:
+    """The absolute .debug_info offset a reference attribute points at."""
+    attr = die.attributes.get(name)
+    if attr is None:
+        return None
+    return attr.value if attr.form == "DW_FORM_ref_addr" else attr.value + die.cu.cu_offset
+
+
+def _scope_label(ctx: ScopeContext, scope, head, variables: list) -> str | None:
+    """How `gs-cgen info` names the block a variable is declared in. A
+    lexical block is named by the first line its declarations are on (in
+    optimized code its first instruction may belong to any line), else by
+    the line of its entry."""
+    if scope is head:
+        return f"inlined {die_name(scope)}" if scope.tag == _INLINED else None
+    lines = [attr.value for attr in (inherited_attr(v, "DW_AT_decl_line") for v in variables)
+             if attr is not None]
+    if not lines:
+        ranges = ctx.index.die_ranges(scope)
+        lines = [line for line in [ctx.line_at(scope.cu, ranges[0][0]) if ranges else None] if line]
+    return f"block at line {min(lines)}" if lines else "block"
+
+
+# ------------------------------------------------------------ variables
+
+def _variable(ctx: ScopeContext, die, pc: int, frame_base: "_FrameBase",
+              scope: str | None) -> VisibleVariable | None:
     kind = _VARIABLE_KINDS.get(die.tag)
     if kind is None:
         return None
@@ -101,9 +257,12 @@ def _variable(ctx: ScopeContext, die, pc: int, frame_base: "_FrameBase") -> Visi
     if name is None or ("DW_AT_declaration" in die.attributes and "DW_AT_location" not in die.attributes):
         return None                   # unnamed temporaries, `extern` re-declarations
     typed = origin_having(die, "DW_AT_type") or die
-    file_attr = inherited_attr(die, "DW_AT_decl_file")
+    # An abstract origin may be in another CU, with its own file table.
+    file_owner = origin_having(die, "DW_AT_decl_file")
     line_attr = inherited_attr(die, "DW_AT_decl_line")
-    location, origin = ctx.locations.locate(die, pc, frame_base)
+    # gdb's dwarf2_attr follows the origin for these too; a constant wins.
+    located = origin_having(die, "DW_AT_const_value") or origin_having(die, "DW_AT_location") or die
+    location, origin = ctx.locations.locate(located, pc, *_locate_args(frame_base))
     if origin.form is LocationForm.FRAME_OFFSET:
         origin = dataclasses.replace(origin, frame_base=frame_base.label)
     return VisibleVariable(
@@ -111,9 +270,11 @@ def _variable(ctx: ScopeContext, die, pc: int, frame_base: "_FrameBase") -> Visi
         type=ctx.types.type_of(typed),
         location=location,
         kind=kind,
-        decl_file=ctx.decl_file(die.cu, file_attr.value) if file_attr is not None else None,
+        decl_file=ctx.decl_file(file_owner.cu, file_owner.attributes["DW_AT_decl_file"].value)
+        if file_owner is not None else None,
         decl_line=line_attr.value if line_attr is not None else None,
         origin=origin,
+        scope=scope,
     )
 
 
@@ -126,6 +287,19 @@ class _FrameBase:
         self._ctx, self._die, self._pc = ctx, function_die, pc
         self._value = None
         self.label: str | None = None
+
+    def cfa(self):
+        return self._ctx.cfa_at(self._pc)
+
+    @property
+    def entry_pc(self) -> int | None:
+        """The function's entry: where gdb applies empty location-list
+        entries (dwarf/locations.py _select_entry)."""
+        attr = self._die.attributes.get("DW_AT_entry_pc")
+        if attr is not None and attr.form == "DW_FORM_addr":
+            return attr.value
+        ranges = self._ctx.index.die_ranges(self._die)
+        return ranges[0][0] if ranges else None
 
     def __call__(self):
         if self._value is None:

@@ -2,14 +2,17 @@
 a source line, both chosen the way gdb 13 chooses breakpoint addresses so
 that `gs-cgen` and `gdb -ex 'break X'` agree.
 
-gdb's amd64 rule for GCC code (gdb/symtab.c skip_prologue_sal,
-gdb/amd64-tdep.c amd64_skip_prologue):
-  1. a row with the `prologue_end` flag inside the function wins;
-  2. else, for an optimized GCC CU (gdb: "locations valid"), the function's
+gdb's amd64 rule for GCC code (gdb/symtab.c find_function_start_sal_1,
+skip_prologue_sal, gdb/amd64-tdep.c amd64_skip_prologue):
+  1. for an optimized GCC CU (gdb: "locations valid"), the function's
      first instruction: location lists describe the entry state exactly;
+  2. else a row with the `prologue_end` flag inside the function;
   3. else decode `endbr64; push %rbp; mov %rsp,%rbp`; without a frame setup
      the entry address stays, otherwise continue to the next line-table
      boundary if that lands mid-row and still inside the function.
+
+An inlined copy is a location of its own (module.py `_inline_site`), found
+here without walking the CU's DIE tree (inlined_instances).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import bisect
 import os.path
 import re
 
-from gs_cgen.dwarf.index import LineTable
+from gs_cgen.dwarf.index import DwarfIndex, LineTable, gdb_function_name
 
 _ENDBR64 = bytes.fromhex("f30f1efa")
 _PUSH_RBP = 0x55
@@ -52,12 +55,12 @@ def prologue_frame_end(code: bytes) -> int | None:
 
 def function_probe_address(table: LineTable, low: int, high: int, optimized: bool,
                            code: bytes) -> int:
+    if optimized:
+        return low
     marked = next((r.address for r in table.rows
                    if r.prologue_end and low <= r.address < high and not r.end_sequence), None)
     if marked is not None:
         return marked
-    if optimized:
-        return low
     frame = prologue_frame_end(code)
     if frame is None:
         return low
@@ -69,6 +72,24 @@ def function_probe_address(table: LineTable, low: int, high: int, optimized: boo
     return pc
 
 
+def inlined_instances(index: DwarfIndex, name: str) -> list:
+    """The DW_TAG_inlined_subroutine DIEs that are copies of the function
+    gdb knows as `name` (gdb_function_name of its abstract instance: a
+    DW_TAG_subprogram with DW_AT_inline, one per CU that inlined it) and
+    that gdb keeps (valid addresses). Found by raw searches for the name
+    and for references to each abstract instance, not by walking CUs."""
+    found = []
+    for abstract in index.dies_named(name, ("DW_TAG_subprogram",), ("DW_AT_inline",)):
+        if gdb_function_name(abstract) != name:
+            continue
+        for die in index.references_to(abstract, ("DW_AT_abstract_origin",),
+                                       ("DW_TAG_inlined_subroutine",)):
+            if die.tag == "DW_TAG_inlined_subroutine" and index.die_ranges(die) and \
+                    die.attributes["DW_AT_abstract_origin"].value + die.cu.cu_offset == abstract.offset:
+                found.append(die)
+    return sorted(found, key=lambda die: die.offset)
+
+
 def line_at(table: LineTable, address: int) -> int | None:
     """The line gdb reports for `address`: the last row there, preferring
     an is_stmt one (find_pc_sect_line)."""
@@ -76,6 +97,23 @@ def line_at(table: LineTable, address: int) -> int | None:
     stmt = [r for r in at if r.is_stmt]
     chosen = stmt or at
     return chosen[-1].line if chosen else None
+
+
+def covering_line(table: LineTable, address: int) -> int | None:
+    """The source line of the row covering `address` (the last row at the
+    largest row address not above it, an is_stmt one first), by bisection:
+    rows are in address order, sequence after sequence."""
+    i = bisect.bisect_right(table.row_addresses, address) - 1
+    if i < 0 or table.rows[i].end_sequence:
+        return None
+    at = table.rows[i].address
+    best = None
+    while i >= 0 and table.rows[i].address == at and not table.rows[i].end_sequence:
+        row = table.rows[i]
+        if row.line and (best is None or (row.is_stmt and not best.is_stmt)):
+            best = row
+        i -= 1
+    return best.line if best is not None else None
 
 
 def match_files(spec: str, paths: list[str]) -> list[str]:

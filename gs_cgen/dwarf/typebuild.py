@@ -3,15 +3,25 @@
 building a variable's type never walks more of the CU than it needs."""
 from __future__ import annotations
 
-from gs_cgen.dwarf.types import (ArrayType, BoolType, CType, EnumType, FloatType, FunctionType,
-                                 IntType, PointerType, QualifiedType, StructMember, StructType,
-                                 TypedefType, VoidType, strip)
+from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType, FloatFormat,
+                                 FloatType, FunctionType, IntType, PointerType, QualifiedType,
+                                 StructMember, StructType, TypedefType, VectorType, VoidType,
+                                 float_format, strip)
 
 # DW_ATE_* (DWARF 5 table 7.11)
 _ATE_BOOLEAN = 0x02
-_ATE_FLOATS = (0x03, 0x04, 0x09, 0x0F)     # complex, float, imaginary, decimal
+_ATE_COMPLEX_FLOAT = 0x03
+_ATE_FLOAT = 0x04
+_ATE_IMAGINARY_FLOAT = 0x09
+_ATE_DECIMAL_FLOAT = 0x0F
+# gcc's dwarf2out.c gives complex integer types (`_Complex int`, a GNU
+# extension) DW_ATE_lo_user; HP used the same value for float80, so the
+# name (gcc: "complex int") decides.
+_ATE_GNU_COMPLEX_INT = 0x80
 _ATE_SIGNED = (0x05, 0x06, 0x0D)            # signed, signed_char, signed_fixed
 _ATE_CHARS = (0x06, 0x08, 0x10)             # signed_char, unsigned_char, UTF
+_COMPLEX_PREFIXES = ("complex ", "_Complex ", "__complex__ ")
+_CHAR_NAMES = ("char", "signed char", "unsigned char", "char8_t")
 
 _QUALIFIERS = {
     "DW_TAG_const_type": "const",
@@ -106,6 +116,8 @@ class TypeBuilder:
         counts = [_subrange_count(c) for c in die.iter_children()
                   if c.tag in ("DW_TAG_subrange_type", "DW_TAG_enumeration_type")]
         ctype = self.type_of(die)
+        if "DW_AT_GNU_vector" in die.attributes and len(counts) == 1 and counts[0] is not None:
+            return VectorType(ctype, counts[0])
         # int m[2][3] is one DIE with two subranges; the last is innermost.
         for count in reversed(counts or [None]):
             ctype = ArrayType(ctype, count)
@@ -118,10 +130,31 @@ def _base_type(die) -> CType:
     encoding = _attr(die, "DW_AT_encoding", 0)
     if encoding == _ATE_BOOLEAN:
         return BoolType(name, size)
-    if encoding in _ATE_FLOATS:
-        return FloatType(name, size)
-    is_char = encoding in _ATE_CHARS or name in ("char", "signed char", "unsigned char")
+    if encoding == _ATE_FLOAT:
+        return FloatType(name, size, float_format(name, size))
+    if encoding == _ATE_DECIMAL_FLOAT:
+        return FloatType(name, size, float_format(name, size, decimal=True))
+    if encoding == _ATE_IMAGINARY_FLOAT:
+        return FloatType(name, size, FloatFormat.UNKNOWN)
+    if encoding == _ATE_COMPLEX_FLOAT or (encoding == _ATE_GNU_COMPLEX_INT
+                                          and name.startswith(_COMPLEX_PREFIXES)):
+        return ComplexType(name, size, _complex_part(name, size, encoding))
+    # char16_t/char32_t (DW_ATE_UTF) are characters but not bytes of a C
+    # string: only 1-byte character types read as strings (gcc 12 gives
+    # C++20's char8_t DW_ATE_unsigned, so its name decides).
+    is_char = size == 1 and (encoding in _ATE_CHARS or name in _CHAR_NAMES)
     return IntType(name, size, encoding in _ATE_SIGNED, is_char)
+
+
+def _complex_part(name: str, size: int, encoding: int) -> CType:
+    """The type of each half of a complex type: gcc names `complex T` for
+    every T, so the part is named T."""
+    part = next((name[len(p):] for p in _COMPLEX_PREFIXES if name.startswith(p)), name)
+    half = size // 2
+    if encoding == _ATE_GNU_COMPLEX_INT:
+        signed = "unsigned" not in part.split()
+        return IntType(part, half, signed, half == 1 and part.endswith("char"))
+    return FloatType(part, half, float_format(part, half))
 
 
 def _member_offset(die) -> int:

@@ -8,6 +8,7 @@ through them when the layout matters.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cached_property
 from typing import Callable
 
@@ -34,10 +35,67 @@ class BoolType:
     size: int
 
 
+class FloatFormat(Enum):
+    """How a floating-point base type lays out its bits. DWARF says only
+    DW_ATE_float and a byte size; on x86_64 a 16-byte float is either the
+    x87 80-bit extended format (long double, _Float64x: the low 10 bytes,
+    psABI 3.1.2) or IEEE binary128 (_Float128, __float128), told apart by
+    name (`float_format`)."""
+
+    BINARY16 = "IEEE 754 binary16"
+    BFLOAT16 = "bfloat16"
+    BINARY32 = "IEEE 754 binary32"
+    BINARY64 = "IEEE 754 binary64"
+    X87_EXTENDED = "x87 80-bit extended precision"
+    BINARY128 = "IEEE 754 binary128"
+    DECIMAL32 = "IEEE 754 decimal32 (BID)"
+    DECIMAL64 = "IEEE 754 decimal64 (BID)"
+    DECIMAL128 = "IEEE 754 decimal128 (BID)"
+    UNKNOWN = "unknown"
+
+
+_BINARY128_NAMES = ("_Float128", "__float128")
+_BINARY_BY_SIZE = {2: FloatFormat.BINARY16, 4: FloatFormat.BINARY32, 8: FloatFormat.BINARY64,
+                   10: FloatFormat.X87_EXTENDED, 12: FloatFormat.X87_EXTENDED,
+                   16: FloatFormat.X87_EXTENDED}
+_DECIMAL_BY_SIZE = {4: FloatFormat.DECIMAL32, 8: FloatFormat.DECIMAL64, 16: FloatFormat.DECIMAL128}
+
+
+def float_format(name: str, size: int, decimal: bool = False) -> FloatFormat:
+    """The layout of a DW_ATE_float (or, with `decimal`, DW_ATE_decimal_float)
+    base type of `size` bytes named `name`, as gcc and clang emit them on x86_64."""
+    if decimal:
+        return _DECIMAL_BY_SIZE.get(size, FloatFormat.UNKNOWN)   # x86_64 uses the BID encoding
+    if name == "__bf16":
+        return FloatFormat.BFLOAT16
+    if size == 16 and name in _BINARY128_NAMES:
+        return FloatFormat.BINARY128
+    return _BINARY_BY_SIZE.get(size, FloatFormat.UNKNOWN)
+
+
 @dataclass(frozen=True)
 class FloatType:
+    """A binary or decimal floating-point base type; `format` defaults to
+    what `float_format` makes of the name and size."""
+
     name: str
     size: int
+    format: FloatFormat | None = None
+
+    def __post_init__(self) -> None:
+        if self.format is None:
+            object.__setattr__(self, "format", float_format(self.name, self.size))
+
+
+@dataclass(frozen=True)
+class ComplexType:
+    """`_Complex float/double/long double` (DW_ATE_complex_float) and gcc's
+    complex integers (`_Complex int`, DW_ATE_lo_user): two `part`s, the
+    real one first (C11 6.2.5p13)."""
+
+    name: str
+    size: int
+    part: "CType"
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +153,20 @@ class ArrayType:
 
 
 @dataclass(frozen=True)
+class VectorType:
+    """A GNU vector (`int __attribute__((vector_size(16)))`, `__m128`):
+    DW_TAG_array_type with DW_AT_GNU_vector. Unlike an array it is a value
+    (it does not decay to a pointer)."""
+
+    element: "CType"
+    count: int
+
+    @property
+    def size(self) -> int:
+        return self.count * type_size(self.element)
+
+
+@dataclass(frozen=True)
 class TypedefType:
     name: str
     target: "CType"
@@ -120,8 +192,8 @@ class FunctionType:
     size: int = 0
 
 
-CType = (VoidType | IntType | BoolType | FloatType | PointerType | StructType
-         | EnumType | ArrayType | TypedefType | QualifiedType | FunctionType)
+CType = (VoidType | IntType | BoolType | FloatType | ComplexType | PointerType | StructType
+         | EnumType | ArrayType | VectorType | TypedefType | QualifiedType | FunctionType)
 
 
 def strip(ctype: CType) -> CType:
@@ -138,7 +210,7 @@ def type_size(ctype: CType) -> int:
 def type_name(ctype: CType) -> str:
     """The type as C spells it, for messages and rendering: `struct point*`."""
     match ctype:
-        case VoidType() | IntType() | BoolType() | FloatType() | TypedefType():
+        case VoidType() | IntType() | BoolType() | FloatType() | ComplexType() | TypedefType():
             return ctype.name
         case PointerType():
             return _pointer_name(ctype)
@@ -148,6 +220,9 @@ def type_name(ctype: CType) -> str:
             return f"enum {ctype.name or '<anonymous>'}"
         case ArrayType():
             return _array_name(ctype)
+        case VectorType(element=element, count=count):
+            # gdb's spelling (ptype): the element count, not C's byte size.
+            return f"{type_name(element)} __attribute__ ((vector_size({count})))"
         case QualifiedType():
             return f"{ctype.qualifier} {type_name(ctype.target)}"
         case FunctionType():

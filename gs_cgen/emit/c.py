@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+# Defined 1 by the loader (-D) when it loads the probes as sleepable
+# uprobes; the generated C defaults it to 0.
+SLEEPABLE_MACRO = "GS_SLEEPABLE"
+
 _SAFE_COMMENT = re.compile(r"[^A-Za-z0-9_ .,:;/+\-=()\[\]{}<>@#$%^&|!?~'\"]")
 
 
@@ -35,6 +39,11 @@ def register_variable(register: str) -> str:
 
 def offsets_variable(cookie: int) -> str:
     return f"gs_offsets_{cookie:x}"
+
+
+def tls_variable(cookie: int) -> str:
+    """The local holding a module's proc_module_tls entry (or NULL)."""
+    return f"gs_tls_{cookie:x}"
 
 
 def statement(code: str, indent: int = 1) -> str:

@@ -8,11 +8,42 @@
 
 /* Our own handles on the read helpers (same helper ids): BCC's rewriter
  * does extra work for every use of its named bpf_probe_read_user*, which
- * doubled compile time (1.28 s -> 0.71 s for a two-value probe). */
+ * doubled compile time (1.28 s -> 0.71 s for a two-value probe).
+ * A sleepable probe (GS_SLEEPABLE, set by the loader) reads memory with
+ * bpf_copy_from_user, which faults a page in as the target's own access
+ * would; bpf_probe_read_user fails on any page not mapped in yet. Both
+ * zero the destination when they fail. */
+#if GS_SLEEPABLE
+static long (*gs_read_user_helper)(void *dst, __u32 size, const void *src) =
+    (void *)BPF_FUNC_copy_from_user;
+#else
 static long (*gs_read_user_helper)(void *dst, __u32 size, const void *src) =
     (void *)BPF_FUNC_probe_read_user;
+#endif
 static long (*gs_read_user_str_helper)(void *dst, __u32 size, const void *src) =
     (void *)BPF_FUNC_probe_read_user_str;
+
+/* A C string of at most `cap` bytes: bytes read including the NUL, or < 0.
+ * bpf_probe_read_user_str never faults, even in a sleepable probe, and
+ * there is no faulting string helper BCC can call; so when it fails, fault
+ * in the pages the string may span, one at a time (one byte each, with
+ * bpf_copy_from_user), retrying after each. A page that cannot be faulted
+ * in ends it: the string is unreadable there. */
+static __always_inline long gs_read_user_str(void *dst, __u32 cap, __u64 addr)
+{
+    long n = gs_read_user_str_helper(dst, cap, (const void *)addr);
+#if GS_SLEEPABLE
+    __u64 page = addr & ~(__u64)(GS_PAGE_SIZE - 1);
+    for (int i = 0; i < GS_STRING_PAGES && n < 0; i++) {
+        __u64 touch = i == 0 ? addr : page + (__u64)i * GS_PAGE_SIZE;
+        __u8 byte;
+        if (touch - addr >= cap || gs_read_user_helper(&byte, 1, (const void *)touch))
+            break;
+        n = gs_read_user_str_helper(dst, cap, (const void *)addr);
+    }
+#endif
+    return n;
+}
 
 #define GS_STATUS(ev, slot) ((ev)[(slot)])
 #define GS_LENGTH(ev, slot) (*(__u32 *)((ev) + (slot) + 4))
@@ -62,7 +93,7 @@ static __always_inline void gs_read_str(__u8 *ev, __u32 slot, __u32 data,
         GS_STATUS(ev, slot) = GS_STATUS_NULL_DEREF;
         return;
     }
-    long n = gs_read_user_str_helper(ev + data, cap, (const void *)addr);
+    long n = gs_read_user_str(ev + data, cap, addr);
     if (n < 0) {
         GS_STATUS(ev, slot) = GS_STATUS_READ_ERROR;
         return;
@@ -112,6 +143,22 @@ static __always_inline void gs_read_stack(struct pt_regs *ctx, __u8 *ev, __u32 s
 }
 
 /* `size` bytes at `addr`, sign- or zero-extended to 64 bits. */
+/* One part of a composite value, read into place. */
+static __always_inline int gs_read_part(__u8 *dst, __u32 size, __u64 addr,
+                                        __u8 *status, __u64 *failed_at)
+{
+    *failed_at = addr;
+    if (addr == 0) {
+        *status = GS_STATUS_NULL_DEREF;
+        return 1;
+    }
+    if (gs_read_user_helper(dst, size, (const void *)addr)) {
+        *status = GS_STATUS_READ_ERROR;
+        return 1;
+    }
+    return 0;
+}
+
 static __always_inline int gs_load(__u64 *out, __u64 addr, __u32 size, int is_signed,
                                    __u8 *status, __u64 *failed_at)
 {
@@ -133,6 +180,57 @@ static __always_inline int gs_load(__u64 *out, __u64 addr, __u32 size, int is_si
         *out = (__u64)(__s64)(__s32)*out;
     return 0;
 }
+
+#ifdef GS_TASK_FSBASE_OFFSET
+/* Where a module's TLS block starts for the thread running the probe
+ * (x86-64 TLS variant II, as glibc lays it out). The thread pointer is the
+ * FS base the kernel keeps in task_struct.thread.fsbase (saved there by
+ * arch_prctl(ARCH_SET_FS) and clone(CLONE_SETTLS), which is how glibc
+ * sets it); it is read by offset because generated C may not depend on
+ * the kernel headers' struct layouts. A block in the static TLS area is
+ * at tp - block_offset; any other one is dtv[modid].pointer.val: the
+ * thread's DTV is at tcb + 8 (tcbhead_t.dtv), 16-byte entries (dtv_t),
+ * its length in dtv[-1]; an unallocated entry is 0 or -1
+ * (TLS_DTV_UNALLOCATED). tests/unit/runtime/test_tls_reader.py checks
+ * these glibc offsets against ld.so's DWARF. */
+static __always_inline int gs_tls_block(__u64 *out, struct proc_module_tls_value *tls,
+                                        __u8 *status, __u64 *failed_at)
+{
+    __u64 tp = 0, dtv = 0, length = 0, block = 0;
+    *out = 0;
+    *failed_at = 0;
+    if (!tls) {
+        *status = GS_STATUS_TLS_UNAVAILABLE;
+        return 1;
+    }
+    void *task = (void *)bpf_get_current_task();
+    if (bpf_probe_read_kernel(&tp, sizeof(tp), (__u8 *)task + GS_TASK_FSBASE_OFFSET) || !tp) {
+        *status = GS_STATUS_TLS_NOT_ALLOCATED;      /* no thread pointer yet */
+        return 1;
+    }
+    if (tls->block_offset > 0) {
+        *out = tp - (__u64)tls->block_offset;
+        return 0;
+    }
+    if (gs_load(&dtv, tp + 8, 8, 0, status, failed_at) ||
+        gs_load(&length, dtv - 16, 8, 0, status, failed_at))
+        return 1;
+    if (tls->modid == 0 || tls->modid > length) {
+        *status = GS_STATUS_TLS_NOT_ALLOCATED;
+        *failed_at = 0;
+        return 1;
+    }
+    if (gs_load(&block, dtv + 16 * tls->modid, 8, 0, status, failed_at))
+        return 1;
+    if (block == 0 || block == (__u64)-1) {
+        *status = GS_STATUS_TLS_NOT_ALLOCATED;
+        *failed_at = 0;
+        return 1;
+    }
+    *out = block;
+    return 0;
+}
+#endif
 
 /* Signed division without the BPF sdiv instruction (older -mcpu targets);
  * truncates toward zero as C does. The divisor is known non-zero. */

@@ -9,7 +9,7 @@ from gs_cgen.emit import c
 from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
-from gs_cgen.plan.model import (BacktraceCapture, DumpCapture, EventTransport, IfStep,
+from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, DumpCapture, KnownBytesCapture, EventTransport, IfStep,
                                 MemoryCapture, NoCapture, Plan, PrintStep, ProbePlan,
                                 ScalarCapture, Step, StringCapture, ValueSlot)
 
@@ -34,6 +34,23 @@ TRACEPOINT_PROBE(sched, sched_process_exec)
     return 0;
 }
 """
+_TLS_SECTION = """
+/* Where each module's TLS block is, per process (runtime/tls.py fills it
+ * from ld.so's link_map); a miss asks the tracer, as for load offsets. */
+BPF_HASH(${tls}, struct proc_module_key, struct proc_module_tls_value, GS_MAX_TRACKED_MODULES);
+
+static __always_inline struct proc_module_tls_value *
+gs_module_tls(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+{
+    struct proc_module_key key = {};
+    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.module_cookie = cookie;
+    struct proc_module_tls_value *tls = ${tls}.lookup(&key);
+    if (!tls)
+        gs_want_offsets(ctx, key.pid);
+    return tls;
+}
+"""
 _EVENTS_DECL = {
     EventTransport.RINGBUF: "BPF_RINGBUF_OUTPUT(${events}, GS_RINGBUF_PAGES);",
     EventTransport.PERF: "BPF_PERF_OUTPUT(${events});",
@@ -42,7 +59,8 @@ _EVENTS_DECL = {
 
 def emit_program(plan: Plan) -> str:
     """The whole C source for one plan."""
-    parts = [_banner(plan), _includes(plan), _layout_asserts(), _runtime_section(plan)]
+    parts = [_banner(plan), _includes(plan), _layout_asserts(_asserted_structs(plan)),
+             _runtime_section(plan)]
     parts.extend(emit_probe(probe) for probe in plan.probes)
     return "\n".join(parts)
 
@@ -58,7 +76,7 @@ def _banner(plan: Plan) -> str:
 
 def _includes(plan: Plan) -> str:
     ns = plan.pid_namespace
-    return "\n".join([
+    return "\n".join([*_thread_pointer_define(plan),
         "#include <uapi/linux/ptrace.h>",
         "#include <uapi/linux/bpf.h>",
         f"#define GS_USE_NS_PID {1 if ns.use_ns_helper else 0}",
@@ -67,16 +85,36 @@ def _includes(plan: Plan) -> str:
         f"#define GS_TARGET_NS_PID {1 if ns.target_ino else 0}",
         f"#define GS_TARGET_PIDNS_DEV {c.u64_literal(ns.target_dev)}",
         f"#define GS_TARGET_PIDNS_INO {c.u64_literal(ns.target_ino)}",
+        f"#ifndef {c.SLEEPABLE_MACRO}",
+        f"#define {c.SLEEPABLE_MACRO} 0  {c.comment('the loader defines it 1 for sleepable uprobes')}",
+        "#endif",
         '#include "gs_abi.h"',
         '#include "gs_prelude.h"',
         "",
     ])
 
 
-def _layout_asserts() -> str:
+def _thread_pointer_define(plan: Plan) -> list[str]:
+    """Where the kernel keeps the thread pointer, for gs_tls_block
+    (gs_prelude.h): only in programs that read thread-local variables."""
+    if plan.task_fsbase_offset is None:
+        return []
+    return [c.comment("task_struct.thread.fsbase, from the running kernel's BTF"),
+            f"#define GS_TASK_FSBASE_OFFSET {plan.task_fsbase_offset}"]
+
+
+def _uses_tls(plan: Plan) -> bool:
+    return plan.task_fsbase_offset is not None
+
+
+def _asserted_structs(plan: Plan) -> tuple[str, ...]:
+    return _ASSERTED_STRUCTS + (("proc_module_tls_value",) if _uses_tls(plan) else ())
+
+
+def _layout_asserts(structs: tuple[str, ...]) -> str:
     """The compiler re-checks every offset Python derived from gs_abi.h."""
     lines = []
-    for name in _ASSERTED_STRUCTS:
+    for name in structs:
         layout = abi().structs[name]
         lines.append(f'_Static_assert(sizeof(struct {name}) == {layout.size}, '
                      f'"gs_abi.h layout drift: {name}");')
@@ -95,25 +133,39 @@ def _runtime_section(plan: Plan) -> str:
     if plan.watch_exec:
         exec_notify = notify.substitute(events=events, ctx="args")
         exec_watch = Template(_EXEC_WATCH).substitute(notify=exec_notify)
+    tls_section = Template(_TLS_SECTION).substitute(tls=names["GS_MAP_TLS"]) \
+        if _uses_tls(plan) else ""
     return template.substitute(
         events_decl=Template(_EVENTS_DECL[plan.transport]).substitute(events=events),
-        submit=Template(_SUBMIT[plan.transport]).substitute(events=events),
+        tls_section=tls_section,
+        event_builder=_event_builder(plan.transport, events, names["GS_MAP_SCRATCH"]),
         notify=notify.substitute(events=events, ctx="ctx"), exec_watch=exec_watch,
-        scratch=names["GS_MAP_SCRATCH"], counts=names["GS_MAP_COUNTS"],
-        probe_count=max(1, len(plan.probes)),
+        counts=names["GS_MAP_COUNTS"], probe_count=max(1, len(plan.probes)),
         offsets=names["GS_MAP_OFFSETS"], aliases=names["GS_MAP_PID_ALIASES"],
         wanted=names["GS_MAP_OFFSETS_WANTED"])
+
+
+def _event_builder(transport: EventTransport, events: str, scratch: str) -> str:
+    """gs_begin_event / gs_submit. Over the ring buffer, the loader picks
+    one of two builds: sleepable (events in reserved ring space) or not
+    (per-CPU scratch). Sleepable programs cannot use perf event arrays, so
+    the perf build has only the scratch variant."""
+    submit = Template(_SUBMIT[transport]).substitute(events=events)
+    in_scratch = Template((_HERE / "events_scratch.c.in").read_text()).substitute(
+        scratch=scratch, submit=submit)
+    if transport is EventTransport.PERF:
+        return (f"#if {c.SLEEPABLE_MACRO}\n"
+                '#error "sleepable programs cannot use perf event arrays"\n'
+                f"#endif\n{in_scratch}")
+    reserved = Template((_HERE / "events_reserved.c.in").read_text()).substitute(events=events)
+    return f"#if {c.SLEEPABLE_MACRO}\n{reserved}#else\n{in_scratch}#endif"
 
 
 def emit_probe(probe: ProbePlan) -> str:
     """One BPF function: start the event, run the steps, submit."""
     site = probe.site
     w = CWriter()
-    w.line(f"__u8 *ev = gs_begin_event({site.probe_id}, {probe.event_size});")
-    w.line("if (!ev)")
-    w.line("    return 0;")
-    w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
-    w.line("__u8 *work = ev + GS_MAX_EVENT_SIZE;")
+    _begin_event(w, probe)
     w.line("__u8 gs_st = 0;")
     w.line("__u64 gs_fa = 0;")
     for word in range(probe.bitmap_words):
@@ -127,11 +179,39 @@ def emit_probe(probe: ProbePlan) -> str:
                f"gs_module_offsets(ctx, ev, {c.u64_literal(cookie)});")
         if cookie == site.module_cookie:
             _own_module_fallback(w, probe, cookie)
+    for cookie in _tls_cookies(probe):
+        w.line(f"struct proc_module_tls_value *{c.tls_variable(cookie)} = "
+               f"gs_module_tls(ctx, ev, {c.u64_literal(cookie)});")
     for step in probe.steps:
         _emit_step(w, probe, step)
     w.line(f"return gs_submit(ctx, ev, {probe.event_size});")
     header = f"int {c.probe_function_name(site.probe_id)}(struct pt_regs *ctx)\n{{"
     return "\n".join([header, w.text(), "}", ""])
+
+
+def _begin_event(w: CWriter, probe: ProbePlan) -> None:
+    """Start the event. Its reservation (sleepable probes) also holds the
+    probe's work area, after the event; the per-CPU scratch has room for
+    one after any event (GS_SCRATCH_SIZE = GS_MAX_EVENT_SIZE + GS_WORK_SIZE)."""
+    uses_work = _uses_work_area(probe)
+    work_at = _align(probe.event_size, 8)
+    reserve = work_at + abi().constants["GS_WORK_SIZE"] if uses_work else probe.event_size
+    w.line(f"__u8 *ev = gs_begin_event({probe.site.probe_id}, {probe.event_size}, {reserve});")
+    w.line("if (!ev)")
+    w.line("    return 0;")
+    w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
+    if uses_work:
+        w.line(f"__u8 *work = ev + {work_at};")
+
+
+def _uses_work_area(probe: ProbePlan) -> bool:
+    """Comparisons read target bytes into a work area after the event."""
+    return any(isinstance(node, (ir.BytesEqual, ir.MemoryEqual))
+               for node in probe.scalar_nodes())
+
+
+def _align(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
 
 
 def _own_module_fallback(w: CWriter, probe: ProbePlan, cookie: int) -> None:
@@ -150,6 +230,11 @@ def _own_module_fallback(w: CWriter, probe: ProbePlan, cookie: int) -> None:
 def _module_cookies(probe: ProbePlan) -> list[int]:
     return sorted({node.cookie for node in probe.scalar_nodes()
                    if isinstance(node, ir.ModuleAddress)})
+
+
+def _tls_cookies(probe: ProbePlan) -> list[int]:
+    return sorted({node.cookie for node in probe.scalar_nodes()
+                   if isinstance(node, ir.ThreadLocalBase)})
 
 
 def _registers(probe: ProbePlan) -> list[str]:
@@ -197,6 +282,21 @@ def _emit_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
                     _emit_step(w, probe, inner)
 
 
+def _emit_pieces(w: CWriter, slot: ValueSlot, pieces, fail: str) -> None:
+    """Assemble a composite in the slot: memory parts are read in place,
+    value parts stored from the probe's computation."""
+    for piece in pieces:
+        data = f"{slot.data_offset} + {piece.offset}"
+        if piece.address is not None:
+            address = emit_scalar(w, piece.address, fail)
+            w.line(f"if (gs_read_part(ev + {data}, {piece.size}, {address}, &gs_st, &gs_fa))")
+            w.line(f"    goto {fail};")
+        else:
+            w.line(f"GS_STORE(ev, {slot.offset}, {data}, {piece.size}, "
+                   f"{emit_scalar(w, piece.value, fail)});")
+    w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
+
+
 def emit_capture(w: CWriter, slot: ValueSlot) -> None:
     """Fill one value slot; failures land on the slot's own label."""
     fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
@@ -214,6 +314,11 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
                 w.line(f"GS_STORE({where}, 8, {emit_scalar(w, v, fail)});")
             case MemoryCapture(address=a, size=size):
                 w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
+            case CompositeCapture(pieces=pieces):
+                _emit_pieces(w, slot, pieces, fail)
+            case KnownBytesCapture():
+                w.line(c.comment("known when planned: nothing to read"))
+                w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
             case StringCapture(pointer=p, cap=cap):
                 w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
             case BacktraceCapture(max_frames=frames):

@@ -23,6 +23,8 @@ def emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
             return f"((__u64)hdr->{field})"
         case ir.ModuleAddress():
             return _module_address(w, node, fail)
+        case ir.ThreadLocalBase(cookie):
+            return _thread_local_base(w, cookie, fail)
         case ir.Load():
             return _load(w, node, fail)
         case ir.NonNull(pointer):
@@ -79,6 +81,16 @@ def _module_address(w: CWriter, node: ir.ModuleAddress, fail: str) -> str:
     w.line(f"if (!{offsets}) {{ gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; "
            f"gs_fa = {c.u64_literal(node.address)}; goto {fail}; }}")
     return f"({c.u64_literal(node.address)} + {offsets}->{node.section})"
+
+
+def _thread_local_base(w: CWriter, cookie: int, fail: str) -> str:
+    """gs_tls_block (gs_prelude.h) fails with TlsUnavailable when the
+    tracer has not filled the module's proc_module_tls entry."""
+    temp = w.fresh("tls")
+    w.line(f"__u64 {temp} = 0;")
+    w.line(f"if (gs_tls_block(&{temp}, {c.tls_variable(cookie)}, &gs_st, &gs_fa))")
+    w.line(f"    goto {fail};")
+    return temp
 
 
 def _load(w: CWriter, node: ir.Load, fail: str) -> str:
@@ -146,7 +158,7 @@ def _bitfield(w: CWriter, node: ir.BitField, fail: str) -> str:
 
 
 def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
-    """Read into the per-CPU work area and XOR-accumulate: branch-free, so
+    """Read into the probe's work area and XOR-accumulate: branch-free, so
     the verifier sees one path however long the literal is."""
     address = w.fresh("a")
     w.line(f"__u64 {address} = {emit_scalar(w, node.address, fail)};")
@@ -156,8 +168,7 @@ def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
     with w.block():
         if node.mode == "cstring":
             # One byte past the NUL: a longer string then reads as a longer n.
-            w.line(f"long n = gs_read_user_str_helper(work, {len(expected) + 1}, "
-                   f"(const void *){address});")
+            w.line(f"long n = gs_read_user_str(work, {len(expected) + 1}, {address});")
             w.line(f"if (n < 0) {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
         else:
             w.line(f"if (gs_read_user_helper(work, {len(expected)}, (const void *){address}))")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gs_cgen.dwarf.types import (ArrayType, BoolType, CType, EnumType, FunctionType, IntType,
                                  PointerType, VoidType, strip, type_size)
+from gs_cgen.plan import ir
 
 INT = IntType("int", 4, True)
 UINT = IntType("unsigned int", 4, False)
@@ -15,7 +16,16 @@ VOID = VoidType()
 
 
 def is_integer(ctype: CType | None) -> bool:
-    return isinstance(strip(ctype), (IntType, BoolType, EnumType)) if ctype else False
+    """An integer the probe computes with: at most 64 bits (its registers'
+    width); `__int128` is printed from memory but takes no part in arithmetic."""
+    if ctype is None or is_wide_integer(ctype):
+        return False
+    return isinstance(strip(ctype), (IntType, BoolType, EnumType))
+
+
+def is_wide_integer(ctype: CType | None) -> bool:
+    base = strip(ctype) if ctype else None
+    return isinstance(base, IntType) and base.size > 8
 
 
 def is_pointer(ctype: CType | None) -> bool:
@@ -87,3 +97,23 @@ def is_string_type(ctype: CType | None) -> bool:
 
 def pointer_to(ctype: CType) -> PointerType:
     return PointerType(lambda: ctype)
+
+
+def narrow(value: ir.Scalar, ctype: CType) -> ir.Scalar:
+    """Apply C's conversion to `ctype` when it is an integer narrower than 64
+    bits; constants are converted here, and a value already of that width
+    and signedness (a load, a conversion) is left as it is."""
+    if not is_integer(ctype) or type_size(ctype) >= 8:
+        return value
+    size, signed = type_size(ctype), signedness(ctype)
+    match value:
+        case ir.Const(value=number):
+            bits = 8 * size
+            number &= (1 << bits) - 1
+            if signed and number >> (bits - 1):
+                number -= 1 << bits
+            return ir.Const(number)
+        case ir.Convert(size=s, signed=sg) | ir.Load(size=s, signed=sg) \
+                if (s, sg) == (size, signed):
+            return value
+    return ir.Convert(value, size, signed)

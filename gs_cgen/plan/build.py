@@ -11,11 +11,15 @@ from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType,
 from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan import arith, ir
 from gs_cgen.plan.expr import ExprPlanner
-from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, ConditionCapture, DumpCapture, DumpRef,
+from gs_cgen.plan.locations import SYNTHETIC_POINTER
+from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, CompositeCapture,
+                                CompositePiece, ConditionCapture, DumpCapture, DumpRef,
+                                KnownBytesCapture,
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep, ScriptString,
                                 MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
-                                SlotRef, Step, StringCapture, ValueSlot, module_cookie)
+                                SlotRef, Step, StringCapture, THREAD_POINTER_NOT_READ,
+                                ThreadPointer, ValueSlot, module_cookie)
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
 from gs_cgen.plan.sites import resolve_sites
@@ -35,6 +39,7 @@ class PlanOptions:
     input_pid: int | None = None
     mem_dump_cap: int = 256
     watch_exec: bool = False
+    thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ
 
 
 def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> Plan:
@@ -47,21 +52,33 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
         scopes = block_scopes([site_variables(module, site) for module, site in sites])
         for (module, site), scope in zip(sites, scopes):
             probes.append(plan_probe(block, site, module, modules, scope, script.text, options))
-    return Plan(tuple(probes), _referenced_modules(probes, modules), options.pid_namespace,
-                options.transport, options.input_pid, options.script_name, options.watch_exec)
+    tls_cookies = _cookies(probes, ir.ThreadLocalBase)
+    return Plan(tuple(probes), _referenced_modules(probes, modules, tls_cookies),
+                options.pid_namespace, options.transport, options.input_pid, options.script_name,
+                options.watch_exec,
+                options.thread_pointer.fsbase_offset if tls_cookies else None)
 
 
-def _referenced_modules(probes: list[ProbePlan], modules: ModuleSet) -> tuple[ModuleRef, ...]:
+def _cookies(probes: list[ProbePlan], kind: type) -> set[int]:
+    return {node.cookie for probe in probes for node in probe.scalar_nodes()
+            if isinstance(node, kind)}
+
+
+def _referenced_modules(probes: list[ProbePlan], modules: ModuleSet,
+                        tls_cookies: set[int]) -> tuple[ModuleRef, ...]:
     """Modules whose globals the probes read, or that hold a probe: the
-    runtime fills load offsets for exactly these."""
-    cookies = {node.cookie for probe in probes for node in probe.scalar_nodes()
-               if isinstance(node, ir.ModuleAddress)}
+    runtime fills load offsets for exactly these, and TLS offsets for
+    those in `tls_cookies`."""
+    cookies = _cookies(probes, ir.ModuleAddress) | tls_cookies
     refs = {}
     for module in modules.opened():
         cookie = module_cookie(module.path, module.build_id)
         holds_probe = any(p.site.module_path == module.path for p in probes)
         if cookie in cookies or holds_probe:
-            refs[module.path] = ModuleRef(modules.file(module.path), cookie, tuple(module.segments))
+            tls = cookie in tls_cookies
+            refs[module.path] = ModuleRef(modules.file(module.path), cookie, tuple(module.segments),
+                                          module.tls_segment if tls else None,
+                                          module.dynamic_vaddr if tls else None)
     return tuple(refs.values())
 
 
@@ -101,7 +118,8 @@ class _ProbeBuilder:
             where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
         self.exprs = ExprPlanner(self.module, self.modules, self.scope, where,
                                  self.options.input_pid, abi().constants["GS_COMPARE_CAP"],
-                                 self.text, self.site.address, self.site.no_variables)
+                                 self.text, self.site.address, self.site.no_variables,
+                                 self.options.thread_pointer)
 
     def build(self) -> ProbePlan:
         steps = self._block(self.block.body)
@@ -194,6 +212,12 @@ class _ProbeBuilder:
                 return NoCapture(t, reason, gone), 0
             case ir.StringPlace():
                 raise PlanError("print a string literal as a format string", expr.span)
+            case ir.SyntheticPointerPlace(ctype=t):
+                return NoCapture(t, SYNTHETIC_POINTER, False), 0
+            case ir.KnownBytesPlace(data=data, ctype=t):
+                return KnownBytesCapture(data, t), 0
+            case ir.CompositePlace():
+                return _composite_capture(place)
             case ir.ValuePlace(value=v, ctype=t) | ir.BitFieldPlace(value=v, ctype=t):
                 if arith.is_string_type(t) and kind is not ast.FormatKind.POINTER:
                     return self._string(v, t)
@@ -234,6 +258,31 @@ class _ProbeBuilder:
     def _add_slot(self, capture: Capture, size: int, text: str, span) -> int:
         self.slots.append(_SlotSpec(capture, size, text, span))
         return len(self.slots) - 1
+
+
+def _composite_capture(place: ir.CompositePlace) -> tuple[Capture, int]:
+    """The whole of an object in pieces; the parts the compiler left out
+    are gaps the renderer shows as `<OPTIMIZED_OUT>` members."""
+    if all(part.place is None for part in place.parts):
+        return NoCapture(place.ctype, "optimized out", True), 0
+    size = min(type_size(place.ctype), OBJECT_CAP)
+    pieces, gaps = [], []
+    for part in place.parts:
+        if part.offset >= size:
+            break
+        length = min(part.size, size - part.offset)
+        if part.place is None:
+            gaps.append((part.offset, part.offset + length))
+        elif isinstance(part.place, ir.MemoryPlace):
+            pieces.append(CompositePiece(part.offset, length, address=part.place.address))
+        elif isinstance(part.place, ir.ValuePlace) and length <= 8:
+            pieces.append(CompositePiece(part.offset, length, value=part.place.value))
+        else:
+            return NoCapture(place.ctype, "unsupported: a part of this value", False), 0
+    covered = sum(p.size for p in place.parts)
+    if covered < size:
+        gaps.append((covered, size))                  # DWARF described only the start
+    return CompositeCapture(tuple(pieces), place.ctype, size, tuple(gaps)), size
 
 
 def _typed_read(place: ir.Place, expr: ast.Expr, kind: ast.FormatKind) -> ir.Place:

@@ -6,24 +6,20 @@ follow C (plan/arith.py); pointer arithmetic scales by the pointee size.
 """
 from __future__ import annotations
 
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, ImplicitValue,
-                                 InRegister, OptimizedOut, StaticAddress, UnsupportedLocation,
-                                 VariableLocation, describe_location, register_name)
-from gs_cgen.dwarf.types import (ArrayType, CType, FloatType, FunctionType, PointerType,
-                                 StructType,
-                                 VoidType, strip, type_name, type_size)
+from gs_cgen.dwarf.model import VariableLocation
+from gs_cgen.dwarf.types import (ArrayType, ComplexType, CType, FloatType, FunctionType,
+                                 PointerType, StructType, VectorType, VoidType, strip, type_name,
+                                 type_size)
 from gs_cgen.errors import PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
 from gs_cgen.plan import ir
 from gs_cgen.plan.builtins import plan_builtin
-from gs_cgen.plan.model import module_cookie
+from gs_cgen.plan.locations import (SYNTHETIC_POINTER, LocationPlanner, composite_value,
+                                    sub_place)
+from gs_cgen.plan.model import THREAD_POINTER_NOT_READ, ThreadPointer, module_cookie
 from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope
 from gs_cgen.script import ast
 
-# DWARF register name → struct pt_regs field (arch/x86/include/asm/ptrace.h).
-PT_REGS_FIELD = {"rax": "ax", "rdx": "dx", "rcx": "cx", "rbx": "bx", "rsi": "si",
-                 "rdi": "di", "rbp": "bp", "rsp": "sp", "rip": "ip",
-                 **{f"r{n}": f"r{n}" for n in range(8, 16)}}
 _HEADER_SPECIALS = {"pid": "pid", "tid": "tid", "host_pid": "host_pid",
                     "timestamp": "timestamp_ns"}
 # The probed thread's registers at the probe: the kernel sets ip to the
@@ -41,8 +37,10 @@ class ExprPlanner:
 
     def __init__(self, module, modules, site_scope: SiteScope, where: str, input_pid: int | None,
                  compare_cap: int, source_text: str, probe_address: int = 0,
-                 no_variables: str | None = None) -> None:
+                 no_variables: str | None = None,
+                 thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ) -> None:
         self.module, self.modules, self.where = module, modules, where
+        self.thread_pointer = thread_pointer
         self.site_scope = site_scope
         self.probe_address = probe_address
         self.no_variables = no_variables     # why the site has no DWARF variables
@@ -103,7 +101,7 @@ class ExprPlanner:
         found = self.modules.find_global(ident, self.module)
         if found is not None:
             owner, glob = found
-            return ir.MemoryPlace(self.static_address(glob.address, owner), glob.type)
+            return self.location_place(glob.location, glob.type, owner)
         var = self.site_scope.elsewhere.get(ident)
         if var is not None:
             # In scope at another site of this block: absent here, not an error.
@@ -122,59 +120,23 @@ class ExprPlanner:
         cookie = module_cookie(owner.path, owner.build_id)
         return ir.ModuleAddress(cookie, owner.section_of(address), address)
 
-    def location_place(self, location: VariableLocation, ctype: CType) -> ir.Place:
-        """The place of a DWARF variable: total over VariableLocation, so a
-        location or type the probe cannot read is an UnavailablePlace with
-        the reason, never an error that fails the script."""
-        size = type_size(ctype)
-        if size > 8 and isinstance(location, (InRegister, ImplicitValue, StaticAddress,
-                                              CallSiteValue)):
-            # A register or DWARF stack value holds 8 bytes; the rest of a
-            # bigger object is not there (it would need DW_OP_piece).
-            return ir.UnavailablePlace(ctype, f"unsupported: a {size}-byte {type_name(ctype)} "
-                                       f"described as one 8-byte value ({describe_location(location)})",
-                                       False)
-        match location:
-            case InRegister(reg, offset):
-                field = PT_REGS_FIELD.get(register_name(reg))
-                if field is None:
-                    return ir.UnavailablePlace(ctype, f"value lives in {register_name(reg)}, "
-                                               "which a uprobe cannot read", False)
-                value = ir.RegisterValue(field)
-                if offset:
-                    value = ir.BinaryOp("+", value, ir.Const(offset), False)
-                return ir.ValuePlace(_narrow(value, ctype), ctype)
-            case AtRegisterOffset(reg, offset):
-                field = PT_REGS_FIELD.get(register_name(reg))
-                if field is None:
-                    return ir.UnavailablePlace(ctype, f"address based on {register_name(reg)}, "
-                                               "which a uprobe cannot read", False)
-                address = ir.BinaryOp("+", ir.RegisterValue(field), ir.Const(offset), False)
-                return ir.MemoryPlace(address, ctype)
-            case AtAddress(address):
-                return ir.MemoryPlace(self.static_address(address), ctype)
-            case StaticAddress(address):
-                return ir.ValuePlace(_narrow(self.static_address(address), ctype), ctype)
-            case ImplicitValue(value):
-                return ir.ValuePlace(_narrow(ir.Const(value), ctype), ctype)
-            case CallSiteValue(return_address=ra, cases=cases):
-                return self._call_site_place(ra, cases, ctype)
-            case OptimizedOut(reason):
-                return ir.UnavailablePlace(ctype, reason, True)
-            case UnsupportedLocation(reason):
-                return ir.UnavailablePlace(ctype, f"unsupported: {reason}", False)
-        raise TypeError(location)
+    def location_place(self, location: VariableLocation, ctype: CType, owner=None) -> ir.Place:
+        """The place of a DWARF variable of module `owner` (default: the
+        probe's), by plan/locations.py."""
+        owner = owner or self.module
+        planner = LocationPlanner(lambda address: self.static_address(address, owner),
+                                  self.probe_address,
+                                  lambda offset, t: self._thread_local_place(offset, t, owner))
+        return planner.place(location, ctype)
 
-    def _call_site_place(self, ra: AtRegisterOffset, cases, ctype: CType) -> ir.Place:
-        base = PT_REGS_FIELD.get(register_name(ra.dwarf_register))
-        values = [(pc, _value_expression(expr.tree)) for pc, expr in cases]
-        if base is None or any(v is None for _, v in values):
-            return ir.UnavailablePlace(ctype, "entry value needs a register a uprobe "
-                                       "cannot read", False)
-        address = ir.BinaryOp("+", ir.RegisterValue(base), ir.Const(ra.offset), False)
-        select = ir.CallSiteSelect(ir.Load(address, 8, False), self.probe_address,
-                                   tuple(values))
-        return ir.ValuePlace(_narrow(select, ctype), ctype)
+    def _thread_local_place(self, offset: int, ctype: CType, owner) -> ir.Place:
+        """A __thread object: `offset` into `owner`'s TLS block of the
+        thread that hit the probe (DESIGN.md "Static TLS")."""
+        if self.thread_pointer.fsbase_offset is None:
+            return ir.UnavailablePlace(ctype, "thread-local storage unreadable: "
+                                       + self.thread_pointer.unknown_reason, False)
+        block = ir.ThreadLocalBase(module_cookie(owner.path, owner.build_id))
+        return ir.MemoryPlace(ir.BinaryOp("+", block, ir.Const(offset), False), ctype)
 
     # ----------------------------------------------------- member / index
     def _member(self, expr: ast.Member) -> ir.Place:
@@ -190,9 +152,13 @@ class ExprPlanner:
         if isinstance(base, ir.UnavailablePlace):
             member, _ = _lookup_member(struct, expr)
             return _unavailable(base, member.type)
-        if pointer:
+        if pointer and isinstance(base, ir.SyntheticPointerPlace):
+            base = base.target
+        elif pointer:
             value, _ = self.value(base, expr.base)
             base = ir.MemoryPlace(ir.NonNull(value), ctype)
+        if isinstance(base, (ir.CompositePlace, ir.KnownBytesPlace, ir.UnavailablePlace)):
+            return _part_member(base, struct, expr)
         if isinstance(base, ir.ValuePlace) and struct.size <= 8:
             return _register_member(base.value, struct, expr)
         if not isinstance(base, ir.MemoryPlace):
@@ -206,9 +172,15 @@ class ExprPlanner:
         index, index_type = self.value(self.place(expr.index), expr.index)
         if not arith.is_integer(index_type):
             raise PlanError("an index must be an integer", expr.index.span)
-        if isinstance(base, ir.UnavailablePlace) and isinstance(ctype, (ArrayType, PointerType)):
-            return _unavailable(base, ctype.element if isinstance(ctype, ArrayType) else ctype.target)
-        if isinstance(ctype, ArrayType) and isinstance(base, ir.MemoryPlace):
+        if isinstance(base, ir.UnavailablePlace) and isinstance(ctype, (ArrayType, VectorType,
+                                                                         PointerType)):
+            return _unavailable(base, ctype.target if isinstance(ctype, PointerType)
+                                else ctype.element)
+        if isinstance(base, ir.SyntheticPointerPlace):
+            base, ctype = base.target, ArrayType(ctype.target, None)
+        if isinstance(ctype, (ArrayType, VectorType)) and not isinstance(base, ir.MemoryPlace):
+            return self._part_element(base, ctype.element, index, expr)
+        if isinstance(ctype, (ArrayType, VectorType)) and isinstance(base, ir.MemoryPlace):
             start, element = base.address, ctype.element
         elif isinstance(ctype, PointerType):
             pointer, _ = self.value(base, expr.base)
@@ -236,7 +208,7 @@ class ExprPlanner:
         value, ctype = self.integer(expr.operand)
         result = arith.promote(ctype)
         op = "-" if expr.op is ast.UnaryOp.NEG else "~"
-        return ir.ValuePlace(_narrow(ir.UnaryOp(op, value), result), result)
+        return ir.ValuePlace(arith.narrow(ir.UnaryOp(op, value), result), result)
 
     def _deref(self, expr: ast.Unary) -> ir.Place:
         base = self.place(expr.operand)
@@ -253,8 +225,20 @@ class ExprPlanner:
                             f"'{type_name(ctype)}' (cast it first)", expr.span)
         if isinstance(base, ir.UnavailablePlace):
             return _unavailable(base, ctype.target)
+        if isinstance(base, ir.SyntheticPointerPlace):
+            return base.target
         pointer, _ = self.value(base, expr.operand)
         return ir.MemoryPlace(ir.NonNull(pointer), ctype.target)
+
+    def _part_element(self, base: ir.Place, element: CType, index: ir.Scalar,
+                      expr: ast.Index) -> ir.Place:
+        """An element of an array that is not in memory (pieces, a
+        constant, the pointee of a synthetic pointer): the index must be
+        known when the probe is planned."""
+        if not isinstance(index, ir.Const):
+            raise PlanError(f"'{self._text(expr.base)}' is not in memory at this PC: its "
+                            "elements can only be indexed with a constant", expr.index.span)
+        return sub_place(base, index.value * (type_size(element) or 1), element)
 
     # ------------------------------------------------------------ binary
     def _binary(self, expr: ast.Binary) -> ir.Place:
@@ -273,12 +257,12 @@ class ExprPlanner:
         # a 32-bit unsigned and a sign-extended negative int differ otherwise.
         if expr.op in (ast.BinaryOp.SHL, ast.BinaryOp.SHR):
             result = arith.promote(lt)
-            lv = _narrow(lv, result)
+            lv = arith.narrow(lv, result)
         else:
             result = arith.common_type(lt, rt)
-            lv, rv = _narrow(lv, result), _narrow(rv, result)
+            lv, rv = arith.narrow(lv, result), arith.narrow(rv, result)
         node = ir.BinaryOp(expr.op.value, lv, rv, result.signed)
-        return ir.ValuePlace(_narrow(node, result), result)
+        return ir.ValuePlace(arith.narrow(node, result), result)
 
     def _compare(self, expr: ast.Binary, left: ir.Place, right: ir.Place) -> ir.Scalar:
         strings = self._string_compare(expr, left, right)
@@ -293,7 +277,7 @@ class ExprPlanner:
         self._require_integer(lt, expr.left)
         self._require_integer(rt, expr.right)
         common = arith.common_type(lt, rt)
-        return ir.BinaryOp(expr.op.value, _narrow(lv, common), _narrow(rv, common),
+        return ir.BinaryOp(expr.op.value, arith.narrow(lv, common), arith.narrow(rv, common),
                            common.signed)
 
     def _string_compare(self, expr, left, right) -> ir.Scalar | None:
@@ -337,7 +321,7 @@ class ExprPlanner:
         source = self.place(expr.operand)
         if arith.is_scalar(target):
             value, _ = self.value(source, expr.operand)
-            return ir.ValuePlace(_narrow(value, target), target)
+            return ir.ValuePlace(arith.narrow(value, target), target)
         if isinstance(source, ir.MemoryPlace):
             return ir.MemoryPlace(source.address, target)
         if isinstance(source, ir.UnavailablePlace):
@@ -356,13 +340,28 @@ class ExprPlanner:
         return place.ctype
 
     def _require_integer(self, ctype: CType, expr: ast.Expr) -> None:
-        if isinstance(strip(ctype), FloatType):
-            raise PlanError(f"'{self._text(expr)}' is a {type_name(ctype)}: floating-point "
-                            "arithmetic is not supported (eBPF has no floating point); "
-                            "print the value itself", expr.span)
+        self._refuse_wide(ctype, expr)
         if not arith.is_integer(ctype):
             raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not an "
                             "integer", expr.span)
+
+    def _refuse_wide(self, ctype: CType, expr: ast.Expr) -> None:
+        """Values the probe can print but not compute with: it has 64-bit
+        integer registers only."""
+        base, what = strip(ctype), f"'{self._text(expr)}' is a {type_name(ctype)}"
+        if isinstance(base, FloatType):
+            raise PlanError(f"{what}: floating-point arithmetic is not supported (eBPF has no "
+                            "floating point); print the value itself", expr.span)
+        if arith.is_wide_integer(base):
+            raise PlanError(f"{what}: {8 * base.size}-bit integers cannot take part in "
+                            "arithmetic or comparisons (the probe computes in 64 bits); "
+                            "print the value itself", expr.span)
+        if isinstance(base, ComplexType):
+            raise PlanError(f"{what}: complex arithmetic is not supported; print the value "
+                            "itself", expr.span)
+        if isinstance(base, VectorType):
+            raise PlanError(f"{what}: vector arithmetic is not supported; print the vector or "
+                            f"one element ({self._text(expr)}[0])", expr.span)
 
     # ---------------------------------------------------- scalar values
     def value(self, place: ir.Place, expr: ast.Expr) -> tuple[ir.Scalar, CType]:
@@ -376,11 +375,20 @@ class ExprPlanner:
             case ir.StringPlace():
                 raise PlanError("a string literal can only be compared or passed to a builtin",
                                 expr.span)
+            case ir.SyntheticPointerPlace(ctype=t):
+                return ir.Fail("GS_STATUS_UNAVAILABLE", SYNTHETIC_POINTER), t
+            case ir.CompositePlace(ctype=t) if type_size(t) <= 8 and arith.is_scalar(t):
+                assembled = composite_value(place)
+                if assembled is None:
+                    return ir.Fail("GS_STATUS_OPTIMIZED_OUT", "partly optimized out"), t
+                return arith.narrow(assembled, t), t
+        if isinstance(place, (ir.CompositePlace, ir.KnownBytesPlace)):
+            raise PlanError(f"'{self._text(expr)}' of type '{type_name(place.ctype)}' is not a "
+                            "number or pointer", expr.span)
         ctype, base = place.ctype, strip(place.ctype)
         if isinstance(base, ArrayType):
             return place.address, arith.pointer_to(base.element)
-        if isinstance(strip(ctype), FloatType):
-            self._require_integer(ctype, expr)
+        self._refuse_wide(ctype, expr)
         if not arith.is_scalar(ctype):
             raise PlanError(f"'{self._text(expr)}' of type '{type_name(ctype)}' is not a number "
                             "or pointer", expr.span)
@@ -415,31 +423,6 @@ class ExprPlanner:
                         "array", expr.span)
 
 
-_TREE_OPS = {"+": ("+", False), "-": ("-", False), "*": ("*", False), "&": ("&", False),
-             "|": ("|", False), "^": ("^", False), "<<": ("<<", False), ">>": (">>", False),
-             ">>a": (">>", True)}
-
-
-def _value_expression(tree: tuple) -> ir.Scalar | None:
-    """A dwarf ValueExpression tree as IR (64-bit, DWARF's generic type)."""
-    kind = tree[0]
-    if kind == "const":
-        return ir.Const(tree[1])
-    if kind == "reg":
-        field = PT_REGS_FIELD.get(register_name(tree[1]))
-        if field is None:
-            return None
-        return ir.BinaryOp("+", ir.RegisterValue(field), ir.Const(tree[2]), False)
-    if kind in ("~", "neg"):
-        operand = _value_expression(tree[1])
-        return None if operand is None else ir.UnaryOp("~" if kind == "~" else "-", operand)
-    left, right = _value_expression(tree[1]), _value_expression(tree[2])
-    if left is None or right is None or kind not in _TREE_OPS:
-        return None
-    op, signed = _TREE_OPS[kind]
-    return ir.BinaryOp(op, left, right, signed)
-
-
 def _register_member(value: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:
     """A member of a small struct passed in a register (SysV passes structs
     up to 8 bytes in one): its bytes are bits of the register."""
@@ -451,6 +434,23 @@ def _register_member(value: ir.Scalar, struct: StructType, expr: ast.Member) -> 
     bit_size = member.bit_size or 8 * type_size(member.type)
     field = ir.BitField(value, bit_offset, bit_size, arith.signedness(member.type))
     return ir.ValuePlace(field, member.type)
+
+
+def _part_member(base: ir.Place, struct: StructType, expr: ast.Member) -> ir.Place:
+    """A member of a struct that is not in memory (pieces, constant bytes)."""
+    member, offset = _lookup_member(struct, expr)
+    if member.bit_size is None:
+        return sub_place(base, offset, member.type)
+    storage = next(size for size in (1, 2, 4, 8)
+                   if 8 * size >= member.bit_offset + member.bit_size)
+    word = sub_place(base, offset, arith.IntType("bitfield storage", storage, False))
+    if isinstance(word, ir.MemoryPlace):
+        word = ir.ValuePlace(ir.Load(word.address, storage, False), word.ctype)
+    if not isinstance(word, ir.ValuePlace):
+        return ir.UnavailablePlace(member.type, getattr(word, "reason", "optimized out"),
+                                   getattr(word, "optimized_out", True))
+    return ir.BitFieldPlace(ir.BitField(word.value, member.bit_offset, member.bit_size,
+                                        arith.signedness(member.type)), member.type)
 
 
 def _member_place(address: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:
@@ -491,26 +491,6 @@ def _find_member(struct: StructType, name: str, base: int):
             if found:
                 return found
     return None
-
-
-def _narrow(value: ir.Scalar, ctype: CType) -> ir.Scalar:
-    """Apply C's conversion to `ctype` when it is an integer narrower than 64
-    bits; constants are converted here, and a value already of that width
-    and signedness (a load, a conversion) is left as it is."""
-    if not arith.is_integer(ctype) or type_size(ctype) >= 8:
-        return value
-    size, signed = type_size(ctype), arith.signedness(ctype)
-    match value:
-        case ir.Const(value=number):
-            bits = 8 * size
-            number &= (1 << bits) - 1
-            if signed and number >> (bits - 1):
-                number -= 1 << bits
-            return ir.Const(number)
-        case ir.Convert(size=s, signed=sg) | ir.Load(size=s, signed=sg) \
-                if (s, sg) == (size, signed):
-            return value
-    return ir.Convert(value, size, signed)
 
 
 def _is_pointerish(place: ir.Place) -> bool:

@@ -45,6 +45,17 @@ class ModuleAddress:
 
 
 @dataclass(frozen=True)
+class ThreadLocalBase:
+    """The start of the module's TLS block for the thread running the
+    probe: thread pointer - the module's static TLS offset, or the block
+    the thread's DTV points at (gs_abi.h proc_module_tls_value); fails with
+    TlsUnavailable when the tracer has not read the module's TLS offset in
+    this process, TlsNotAllocated when the thread has no such block."""
+
+    cookie: int
+
+
+@dataclass(frozen=True)
 class Load:
     """`size` bytes at `address`, zero- or sign-extended to 64 bits."""
 
@@ -120,7 +131,7 @@ class MemoryEqual:
     cap: int
 
 
-Scalar = (Const | RegisterValue | HeaderField | ModuleAddress | Load | BinaryOp
+Scalar = (Const | RegisterValue | HeaderField | ModuleAddress | ThreadLocalBase | Load | BinaryOp
           | UnaryOp | Convert | Logical | BitField | BytesEqual | MemoryEqual)
 
 
@@ -158,13 +169,51 @@ class StringPlace:
 
 
 @dataclass(frozen=True)
+class KnownBytesPlace:
+    """An object whose bytes are known at plan time (a DWARF constant wider
+    than 8 bytes)."""
+
+    data: bytes
+    ctype: CType
+
+
+@dataclass(frozen=True)
+class CompositePart:
+    """`size` bytes at byte `offset` of a composite object, held by `place`
+    (a MemoryPlace or a ValuePlace whose low bytes they are); None when this
+    part is optimized out."""
+
+    offset: int
+    size: int
+    place: "MemoryPlace | ValuePlace | None"
+
+
+@dataclass(frozen=True)
+class CompositePlace:
+    """An object split over registers, memory and constants (DW_OP_piece)."""
+
+    parts: tuple[CompositePart, ...]
+    ctype: CType
+
+
+@dataclass(frozen=True)
+class SyntheticPointerPlace:
+    """A pointer without a value (DW_OP_implicit_pointer): only what it
+    points to, `target`, can be read."""
+
+    target: "Place"
+    ctype: CType
+
+
+@dataclass(frozen=True)
 class UnavailablePlace:
     ctype: CType | None
     reason: str
     optimized_out: bool
 
 
-Place = MemoryPlace | ValuePlace | BitFieldPlace | StringPlace | UnavailablePlace
+Place = (MemoryPlace | ValuePlace | BitFieldPlace | StringPlace | KnownBytesPlace | CompositePlace
+         | SyntheticPointerPlace | UnavailablePlace)
 
 
 def scalar_children(node: Scalar) -> tuple[Scalar, ...]:
@@ -202,8 +251,8 @@ def ir_register_ip() -> RegisterValue:
 
 def can_fail(node: Scalar) -> bool:
     """Whether evaluating `node` may read memory or miss module offsets."""
-    if isinstance(node, (Load, ModuleAddress, BytesEqual, MemoryEqual, NonNull, Fail,
-                         CallSiteSelect)):
+    if isinstance(node, (Load, ModuleAddress, ThreadLocalBase, BytesEqual, MemoryEqual, NonNull,
+                         Fail, CallSiteSelect)):
         return True
     if isinstance(node, BinaryOp) and node.op in ("/", "%"):
         return True

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 
-from gs_cgen.dwarf.model import LoadSegment
+from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.types import CType
 from gs_cgen.plan.ir import Scalar, walk
 from gs_cgen.script.ast import FormatKind
@@ -42,6 +42,9 @@ class ProbeSite:
     function_note: str | None = None   # "IFUNC, chosen by this process"
     no_variables: str | None = None    # why no DWARF variables are visible here (assembly)
     open_path: str = ""       # where the uprobe is attached; '' = module_path
+    # The DIE of the function copy whose frame the probe sees, as gdb's
+    # `break FUNC` (FunctionSite.frame_die); None: the innermost frame.
+    frame_die: int | None = None
 
     @property
     def attach_path(self) -> str:
@@ -145,6 +148,36 @@ class NoCapture:
 
 
 @dataclass(frozen=True)
+class CompositePiece:
+    """`size` bytes at byte `offset` of a composite: read from target memory
+    at `address`, or the low bytes of `value` computed in the probe."""
+
+    offset: int
+    size: int
+    address: Scalar | None = None
+    value: Scalar | None = None
+
+
+@dataclass(frozen=True)
+class CompositeCapture:
+    """An object split over registers, memory and constants (DW_OP_piece),
+    assembled in the slot piece by piece."""
+
+    pieces: tuple[CompositePiece, ...]
+    ctype: CType
+    size: int
+    gaps: tuple[tuple[int, int], ...] = ()     # [start, end) bytes optimized out
+
+
+@dataclass(frozen=True)
+class KnownBytesCapture:
+    """An object whose bytes are known at plan time: nothing to read."""
+
+    data: bytes
+    ctype: CType
+
+
+@dataclass(frozen=True)
 class ConditionCapture:
     """The error slot of an `if` condition (status and failing address only)."""
 
@@ -159,7 +192,7 @@ class BacktraceCapture:
 
 
 Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture
-           | ConditionCapture | BacktraceCapture)
+           | CompositeCapture | KnownBytesCapture | ConditionCapture | BacktraceCapture)
 
 
 def capture_scalars(capture: Capture) -> tuple[Scalar, ...]:
@@ -173,6 +206,9 @@ def capture_scalars(capture: Capture) -> tuple[Scalar, ...]:
             return (a, n)
         case StringCapture(pointer=p):
             return (p,)
+        case CompositeCapture(pieces=pieces):
+            return tuple(x for piece in pieces for x in (piece.address, piece.value)
+                         if x is not None)
     return ()
 
 
@@ -322,6 +358,22 @@ class PidNamespace:
     target_ino: int = 0
 
 
+@dataclass(frozen=True)
+class ThreadPointer:
+    """Where a probe finds the thread pointer of the thread it runs in (the
+    x86-64 FS base, which TLS variant II addresses are relative to): the
+    kernel's `task_struct.thread.fsbase`, `fsbase_offset` bytes into the
+    current task_struct, from the running kernel's BTF (runtime/btf.py).
+    None, with `unknown_reason`, when that could not be read: thread-local
+    values are then unavailable with that reason."""
+
+    fsbase_offset: int | None
+    unknown_reason: str = ""
+
+
+THREAD_POINTER_NOT_READ = ThreadPointer(None, "the kernel's task_struct layout was not read")
+
+
 class EventTransport(Enum):
     RINGBUF = "ringbuf"
     PERF = "perf"
@@ -354,6 +406,10 @@ class ModuleRef:
     file: ModuleFile
     cookie: int
     segments: tuple[LoadSegment, ...]
+    # A module whose thread-local variables a probe reads: its PT_TLS and
+    # PT_DYNAMIC address (how runtime/tls.py finds it in ld.so's link_map).
+    tls: TlsSegment | None = None
+    dynamic_vaddr: int | None = None
 
     @property
     def path(self) -> str:
@@ -369,3 +425,4 @@ class Plan:
     input_pid: int | None
     script_name: str
     watch_exec: bool = False      # -t: notify the tracer of every exec
+    task_fsbase_offset: int | None = None   # set when a probe reads TLS (ThreadPointer)

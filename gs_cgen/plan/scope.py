@@ -2,7 +2,8 @@
 
 A pattern may resolve to several sites (inlined copies, clones, a line in
 several functions), and a variable may be in scope at some of them only:
-glibc's `__mmap64` has `__arg6` at its inlined copy and not at its entry.
+each site sees the frame gdb would stop in there (dwarf/scopes.py), and
+an inlined copy's frame is not its caller's.
 The names are resolved across all sites of a block first; the per-site
 planner then reads a name where it is in scope and renders it
 `<OPTIMIZED_OUT>` ("not in scope at this site") where it is not. Only a
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gs_cgen.dwarf.model import VisibleVariable
+from gs_cgen.dwarf.model import FrameScope, VisibleVariable
 
 NOT_IN_SCOPE = "not in scope at this site"
 
@@ -37,9 +38,18 @@ class SiteScope:
 
 
 def site_variables(module, site) -> list[VisibleVariable]:
-    """The DWARF variables visible at `site`; none where DWARF describes no
-    scopes at all (hand-written assembly: site.no_variables says so)."""
-    return [] if site.no_variables else module.variables_at(site.address)
+    """The DWARF variables visible at `site`, in the frame gdb would stop
+    in there (the probed function's, for a function pattern: dwarf/scopes.py);
+    none where DWARF describes no scopes at all (hand-written assembly:
+    site.no_variables says so)."""
+    return list(site_frame(module, site).variables)
+
+
+def site_frame(module, site) -> FrameScope:
+    """site_variables, with the frame they belong to (for `gs-cgen info`)."""
+    if site.no_variables:
+        return FrameScope(site.function, False, ())
+    return module.frame_at(site.address, site.frame_die)
 
 
 def block_scopes(per_site: Sequence[Sequence[VisibleVariable]]) -> list[SiteScope]:

@@ -20,6 +20,7 @@ class _Found:
     line: int | None
     function_note: str | None = None
     no_variables: str | None = None
+    frame_die: int | None = None
 
 
 def resolve_sites(block: ast.TraceBlock, modules: ModuleSet,
@@ -40,7 +41,7 @@ def _resolve(block: ast.TraceBlock, modules: ModuleSet) -> list[_Found]:
         case ast.FunctionPattern(name=name):
             return _functions(name, modules)
         case ast.LinePattern(file=file, line=line):
-            return [_Found(m, s.address, s.function, s.file, s.line)
+            return [_Found(m, s.address, s.function, s.file, s.line, frame_die=s.frame_die)
                     for m in modules.line_modules(file, line)
                     for s in sorted(m.find_lines(file, line), key=lambda s: s.address)]
         case ast.AddressPattern(address=address, module=suffix):
@@ -68,7 +69,7 @@ def _functions(name: str, modules: ModuleSet) -> list[_Found]:
     else:
         functions = _in_default(name, modules)
     return [_Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
-                   no_variables=f.no_variables)
+                   no_variables=f.no_variables, frame_die=f.frame_die)
             for f in sorted(functions, key=lambda f: f.probe_address)]
 
 
@@ -90,7 +91,7 @@ def _ifunc_implementation(module, ifunc, modules: ModuleSet) -> _Found:
     choice = modules.choose_ifunc(module, ifunc)
     f = module.function_site_at(choice.address, ifunc.name)
     return _Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
-                  f"IFUNC, chosen by {choice.chosen_by}", f.no_variables)
+                  f"IFUNC, chosen by {choice.chosen_by}", f.no_variables, f.frame_die)
 
 
 def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
@@ -101,4 +102,4 @@ def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
                      function=where.function, source_file=where.file, source_line=where.line,
                      module_cookie=module_cookie(module.path, module.build_id),
                      function_note=where.function_note, no_variables=where.no_variables,
-                     open_path=module.open_path)
+                     open_path=module.open_path, frame_die=where.frame_die)

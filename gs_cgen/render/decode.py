@@ -13,7 +13,8 @@ from enum import Enum
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.plan import arith
-from gs_cgen.plan.model import (BacktraceCapture, ConditionCapture, DumpCapture, MemoryCapture, NoCapture,
+from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DumpCapture,
+                                KnownBytesCapture, MemoryCapture, NoCapture,
                                 ProbePlan, ScalarCapture, StringCapture, ValueSlot)
 
 
@@ -28,6 +29,8 @@ class ValueStatus(Enum):
     OFFSETS_UNAVAILABLE = "offsets_unavailable"
     ZERO_LENGTH = "zero_length"
     DIV_BY_ZERO = "division_by_zero"
+    TLS_UNAVAILABLE = "tls_unavailable"
+    TLS_NOT_ALLOCATED = "tls_not_allocated"
 
 
 _STATUS_NAMES = {
@@ -41,6 +44,8 @@ _STATUS_NAMES = {
     "GS_STATUS_OPTIMIZED_OUT": ValueStatus.OPTIMIZED_OUT,
     "GS_STATUS_DIV_BY_ZERO": ValueStatus.DIV_BY_ZERO,
     "GS_STATUS_UNAVAILABLE": ValueStatus.UNAVAILABLE,
+    "GS_STATUS_TLS_UNAVAILABLE": ValueStatus.TLS_UNAVAILABLE,
+    "GS_STATUS_TLS_NOT_ALLOCATED": ValueStatus.TLS_NOT_ALLOCATED,
 }
 
 
@@ -114,6 +119,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
     if isinstance(capture, NoCapture):
         gone = ValueStatus.OPTIMIZED_OUT if capture.optimized_out else ValueStatus.UNAVAILABLE
         return values.error_value(gone, None, capture.reason, capture.ctype)
+    if isinstance(capture, KnownBytesCapture):
+        return values.decode_object(capture.ctype, capture.data)
     if status is not ValueStatus.OK:
         return values.error_value(status, address, None, slot.ctype)
     match capture:
@@ -126,6 +133,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         case MemoryCapture(ctype=ctype, size=size):
             return values.decode_object(ctype, data[:size], size < type_size(ctype),
                                         address=address)
+        case CompositeCapture(ctype=ctype, size=size, gaps=gaps):
+            return values.decode_object(ctype, data[:size], size < type_size(ctype), gaps=gaps)
         case StringCapture(ctype=ctype, cap=cap):
             # length counts the NUL; cap + 2 means the string went on past cap
             text = data[:max(min(length - 1, cap), 0)]

@@ -10,7 +10,8 @@ from gs_cgen.plan.model import (BacktraceLine, DumpRef, capture_scalars, ExprErr
                                 ScriptString, SlotRef)
 from gs_cgen.render.decode import Backtrace, Dump, Event, ValueStatus
 from gs_cgen.render.values import ErrorValue
-from gs_cgen.render.text import escape_bytes, format_dump, format_value, value_json, value_status
+from gs_cgen.render.text import (TLS_NOT_ALLOCATED_TEXT, TLS_UNAVAILABLE_TEXT, escape_bytes,
+                                 format_dump, format_value, value_json, value_status)
 
 MISSING_ARG = "<MISSING_ARG>"
 _REASONS = {
@@ -20,6 +21,8 @@ _REASONS = {
     ValueStatus.OFFSETS_UNAVAILABLE: "offsets unavailable",
     ValueStatus.DIV_BY_ZERO: "division by zero",
     ValueStatus.OPTIMIZED_OUT: "optimized out",
+    ValueStatus.TLS_UNAVAILABLE: TLS_UNAVAILABLE_TEXT,
+    ValueStatus.TLS_NOT_ALLOCATED: TLS_NOT_ALLOCATED_TEXT,
 }
 
 

@@ -7,14 +7,12 @@ typed, so this module does not import it) until decode.py produces
 """
 from __future__ import annotations
 
-import math
-import struct
-
-from gs_cgen.dwarf.types import (CType, PointerType, StructType, strip,
+from gs_cgen.dwarf.types import (CType, FloatFormat, PointerType, StructType, strip,
                                  type_name, type_size)
+from gs_cgen.render import floats
 from gs_cgen.render.decode import ValueStatus
-from gs_cgen.render.values import (ArrayValue, BoolValue, EnumValue, ErrorValue, FloatValue,
-                                   IntValue, PointerValue, StringValue, StructValue,
+from gs_cgen.render.values import (ArrayValue, BoolValue, ComplexValue, EnumValue, ErrorValue,
+                                   FloatValue, IntValue, PointerValue, StringValue, StructValue,
                                    UnknownReason, UnknownValue, Value, aggregate_name)
 from gs_cgen.script.ast import FormatKind
 
@@ -30,7 +28,12 @@ _STATUS_NAMES = {
     ValueStatus.TRUNCATED: "truncated",
     ValueStatus.UNAVAILABLE: "unavailable",
     ValueStatus.ZERO_LENGTH: "unavailable",
+    ValueStatus.TLS_UNAVAILABLE: "tls_unavailable",
+    ValueStatus.TLS_NOT_ALLOCATED: "tls_not_allocated",
 }
+# Why a thread-local value is missing (gs_prelude.h gs_tls_block).
+TLS_UNAVAILABLE_TEXT = "TLS offsets unavailable"
+TLS_NOT_ALLOCATED_TEXT = "TLS block not allocated for this thread"
 
 
 def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
@@ -41,8 +44,8 @@ def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
             return status_text(status, address, detail)
         case UnknownValue(reason=UnknownReason.DEPTH_LIMIT):
             return "{...}"
-        case UnknownValue(size=size):
-            return f"<UNKNOWN_TYPE_{size}_BYTES>"
+        case UnknownValue(ctype=ctype, data=data):
+            return f"<unsupported type {type_name(ctype)}: {format_dump(data, 'x', False)}>"
         case StructValue():
             return _struct_text(value, kind)
         case ArrayValue(elements=elements, truncated=truncated):
@@ -51,9 +54,23 @@ def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
             return _string_text(value, kind)
         case PointerValue():
             return _pointer_text(value, kind)
-        case FloatValue(number=number) if kind is FormatKind.DEFAULT:
-            return c_float_text(number)
+        case FloatValue() if kind is FormatKind.DEFAULT:
+            return float_text(value)
+        case ComplexValue(real=real, imag=imag):
+            # gdb's form (generic_val_print_complex): `1.5 + -0.25i`.
+            return f"{format_value(real, kind)} + {format_value(imag, kind)}i"
     return _integer_text(value, kind)
+
+
+# CONTRACT.md renders float and double as C's %g; it is silent on the
+# other floating types, so those render as gdb prints them (docs/rendering.md).
+_CONTRACT_FORMATS = (FloatFormat.BINARY32, FloatFormat.BINARY64)
+
+
+def float_text(value: FloatValue) -> str:
+    if value.format in _CONTRACT_FORMATS:
+        return floats.c_g_text(value.raw, value.format)
+    return floats.gdb_text(value.raw, value.format)
 
 
 def format_dump(data: bytes, style: str, truncated: bool) -> str:
@@ -77,9 +94,13 @@ def value_json(value: Value) -> object:
             return flag
         case IntValue(number=number):
             return number
-        case FloatValue(number=number):
-            # JSON has no inf/nan literals; keep them as the text form.
-            return number if math.isfinite(number) else c_float_text(number)
+        case FloatValue(raw=raw, format=fmt):
+            # A number where a JSON (binary64) number holds the value exactly;
+            # else, and for inf/nan (no JSON literal), the text form.
+            number = floats.exact_double(raw, fmt)
+            return float_text(value) if number is None else number
+        case ComplexValue(real=real, imag=imag):
+            return {"real": value_json(real), "imag": value_json(imag)}
         case EnumValue():
             return format_value(value)
         case PointerValue(ctype=ctype, address=address):
@@ -118,6 +139,10 @@ def status_text(status: ValueStatus, address: int | None = None,
             return f"<error: read failed at 0x{address or 0:x}>"
         case ValueStatus.OFFSETS_UNAVAILABLE:
             return "<error: offsets unavailable>"
+        case ValueStatus.TLS_UNAVAILABLE:
+            return f"<error: {TLS_UNAVAILABLE_TEXT}>"
+        case ValueStatus.TLS_NOT_ALLOCATED:
+            return f"<error: {TLS_NOT_ALLOCATED_TEXT}>"
         case ValueStatus.UNAVAILABLE:
             return f"<error: {detail}>"
         case ValueStatus.ZERO_LENGTH:
@@ -125,13 +150,6 @@ def status_text(status: ValueStatus, address: int | None = None,
         case ValueStatus.TRUNCATED:
             return TRUNCATED
     return f"<error: {status.value.replace('_', ' ')}>"
-
-
-def c_float_text(number: float) -> str:
-    """C's `printf("%g")`; glibc prints a negative NaN as `-nan`."""
-    if math.isnan(number):
-        return "-nan" if math.copysign(1.0, number) < 0 else "nan"
-    return "%g" % number
 
 
 def escape_bytes(data: bytes, quoted: bool) -> str:
@@ -224,7 +242,7 @@ def _integer_text(value: Value, kind: FormatKind) -> str:
                 label = aggregate_name(value.ctype) or "enum"
                 return f"{label}::{enumerator}" if enumerator else f"{label}::<{number}>"
         return str(value.number)
-    width = type_size(value.ctype) if value.ctype is not None else 8
+    width = _significant_width(value)
     bits = _bits(value, width)
     match kind:
         case FormatKind.HEX:
@@ -236,14 +254,23 @@ def _integer_text(value: Value, kind: FormatKind) -> str:
     return format_dump(bits.to_bytes(width, "little"), "s", False)
 
 
+def _significant_width(value: Value) -> int:
+    """Bytes `{:x}` shows: the type's, but of an x87 long double only the
+    10 that hold the value (gdb's `print/x` shows the 6 padding bytes too)."""
+    if value.ctype is None:
+        return 8
+    if isinstance(value, FloatValue):
+        return floats.significant_size(value.format, type_size(value.ctype))
+    return type_size(value.ctype)
+
+
 def _bits(value: Value, width: int) -> int:
     """The value's two's-complement / IEEE bit pattern at `width` bytes."""
     match value:
         case BoolValue(flag=flag):
             return int(flag)
-        case FloatValue(number=number):
-            fmt = {2: "<e", 4: "<f", 8: "<d"}[width]
-            return int.from_bytes(struct.pack(fmt, number), "little")
+        case FloatValue(raw=raw):
+            return int.from_bytes(raw[:width], "little")
     return value.number & ((1 << (8 * width)) - 1)
 
 
@@ -257,4 +284,6 @@ def _is_truncated(value: Value) -> bool:
             return truncated or any(_is_truncated(field) for _, field in fields)
         case ArrayValue(elements=elements, truncated=truncated):
             return truncated or any(_is_truncated(element) for element in elements)
+        case ComplexValue(real=real, imag=imag):
+            return _is_truncated(real) or _is_truncated(imag)
     return False

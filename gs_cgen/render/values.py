@@ -12,13 +12,14 @@ what is present and carry `truncated=True`, which renders as a trailing
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from enum import Enum
 
-from gs_cgen.dwarf.types import (ArrayType, BoolType, CType, EnumType, FloatType, IntType,
-                                 PointerType, QualifiedType, StructMember, StructType,
-                                 TypedefType, strip, type_size)
+from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType,
+                                 FloatFormat, FloatType, IntType, PointerType, QualifiedType,
+                                 StructMember, StructType, TypedefType, VectorType, strip,
+                                 type_size)
+from gs_cgen.render import floats
 from gs_cgen.render.decode import ValueStatus
 
 MAX_DEPTH = 4   # docs/rendering.md: structs nested deeper than 4 render `{...}`
@@ -26,7 +27,7 @@ MAX_DEPTH = 4   # docs/rendering.md: structs nested deeper than 4 render `{...}`
 
 class UnknownReason(Enum):
     DEPTH_LIMIT = "depth_limit"      # a struct/union beyond MAX_DEPTH: `{...}`
-    UNSUPPORTED = "unsupported"      # long double, complex, void: `<UNKNOWN_TYPE_N_BYTES>`
+    UNSUPPORTED = "unsupported"      # imaginary floats, void: `<unsupported type NAME: bytes>`
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,29 @@ class BoolValue:
 
 @dataclass(frozen=True)
 class FloatValue:
+    """A binary or decimal float of any width, kept as its bytes (a Python
+    float cannot hold long double or _Float128); render/floats.py reads them."""
+
     ctype: CType
-    number: float
+    raw: bytes
+
+    @property
+    def format(self) -> FloatFormat:
+        return strip(self.ctype).format
+
+    @property
+    def number(self) -> float:
+        """The nearest double."""
+        return floats.to_double(self.raw, self.format)
+
+
+@dataclass(frozen=True)
+class ComplexValue:
+    """`real + imag·i`, each part decoded as the complex type's part type."""
+
+    ctype: CType
+    real: "Value"
+    imag: "Value"
 
 
 @dataclass(frozen=True)
@@ -100,26 +122,36 @@ class UnknownValue:
     ctype: CType
     reason: UnknownReason
     size: int
+    data: bytes = b""                # the object's bytes, shown in hex
 
 
-Value = (IntValue | BoolValue | FloatValue | EnumValue | PointerValue | StringValue
-         | StructValue | ArrayValue | ErrorValue | UnknownValue)
+Value = (IntValue | BoolValue | FloatValue | ComplexValue | EnumValue | PointerValue
+         | StringValue | StructValue | ArrayValue | ErrorValue | UnknownValue)
 
-# struct module formats for the float widths Python can decode exactly
-# (_Float16, float, double); x87 long double and complex stay unknown.
-_FLOAT_FORMATS = {2: "<e", 4: "<f", 8: "<d"}
+
+# [start, end) byte ranges of an object that hold no value (pieces the
+# compiler left out): members and elements there are optimized out.
+Gaps = tuple[tuple[int, int], ...]
 
 
 def decode_object(ctype: CType, data: bytes, truncated: bool = False, *,
-                  address: int | None = None) -> Value:
+                  address: int | None = None, gaps: Gaps = ()) -> Value:
     """Decode an object of `ctype` from its bytes as laid out in memory.
 
     `data` may be shorter than the type (capped copy); `truncated` says the
     copy was capped even when that is not visible from the length (a
-    flexible array). `address`, when known, is kept for `{:p}` on strings."""
+    flexible array). `address`, when known, is kept for `{:p}` on strings.
+    Scalars overlapping `gaps` are `<OPTIMIZED_OUT>`, as gdb prints the
+    missing members of a struct that is partly in registers."""
     data = bytes(data)
     cut = truncated or len(data) < type_size(ctype)
-    return _decode(ctype, data, cut, address, 0)
+    return _decode(ctype, data, cut, address, 0, gaps)
+
+
+def _within(gaps: Gaps, start: int, size: int) -> Gaps:
+    """The gaps that overlap [start, start + size), relative to start."""
+    return tuple((max(lo, start) - start, min(hi, start + size) - start)
+                 for lo, hi in gaps if lo < start + size and start < hi)
 
 
 def decode_cstring(ctype: CType, address: int, data: bytes, truncated: bool) -> Value:
@@ -160,13 +192,18 @@ def error_value(status: ValueStatus, address: int | None = None, detail: str | N
     return ErrorValue(status, address, detail, ctype)
 
 
-def _decode(ctype: CType, data: bytes, cut: bool, address: int | None, depth: int) -> Value:
+def _decode(ctype: CType, data: bytes, cut: bool, address: int | None, depth: int,
+            gaps: Gaps = ()) -> Value:
     # `cut`: the bytes end at the cap, so a missing tail means "truncated".
     base = strip(ctype)
     if isinstance(base, StructType):
-        return _struct(ctype, base, data, address, depth)
-    if isinstance(base, ArrayType):
-        return _array(ctype, base, data, cut, address, depth)
+        return _struct(ctype, base, data, address, depth, gaps)
+    if isinstance(base, ArrayType) and not (gaps and _is_char(base.element)):
+        return _array(ctype, base, data, cut, address, depth, gaps)
+    if gaps:
+        return error_value(ValueStatus.OPTIMIZED_OUT, ctype=ctype)
+    if isinstance(base, VectorType):
+        return _vector(ctype, base, data, depth)
     return _scalar(ctype, base, data)
 
 
@@ -185,21 +222,17 @@ def _scalar(ctype: CType, base: CType, data: bytes) -> Value:
             return EnumValue(ctype, number, _enumerator(base, number))
         case PointerType():
             return PointerValue(ctype, int.from_bytes(raw, "little"))
-        case FloatType():
-            return _float(ctype, base, raw)
-    return UnknownValue(ctype, UnknownReason.UNSUPPORTED, size)
-
-
-def _float(ctype: CType, base: FloatType, raw: bytes) -> Value:
-    fmt = _FLOAT_FORMATS.get(base.size)
-    # DW_ATE_complex_float / decimal_float share FloatType but not IEEE binary layout.
-    if fmt is None or "complex" in base.name or "Decimal" in base.name:
-        return UnknownValue(ctype, UnknownReason.UNSUPPORTED, base.size)
-    return FloatValue(ctype, struct.unpack(fmt, raw)[0])
+        case FloatType(format=fmt) if floats.is_decodable(fmt):
+            return FloatValue(ctype, raw)
+        case ComplexType(part=part):
+            half = type_size(part)
+            return ComplexValue(ctype, _scalar(part, strip(part), raw[:half]),
+                                _scalar(part, strip(part), raw[half:]))
+    return UnknownValue(ctype, UnknownReason.UNSUPPORTED, size, raw)
 
 
 def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
-            depth: int) -> Value:
+            depth: int, gaps: Gaps = ()) -> Value:
     if depth >= MAX_DEPTH:
         return UnknownValue(ctype, UnknownReason.DEPTH_LIMIT, base.size)
     fields: list[tuple[str, Value]] = []
@@ -208,7 +241,7 @@ def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
         if not _present(member, data):
             truncated = True
             continue
-        value = _member(member, data, address, depth + 1)
+        value = _member(member, data, address, depth + 1, gaps)
         if member.name is not None:
             fields.append((member.name, value))
         elif isinstance(value, StructValue):     # anonymous struct/union: flatten
@@ -218,15 +251,18 @@ def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
     return StructValue(ctype, tuple(fields), truncated)
 
 
-def _member(member: StructMember, data: bytes, address: int | None, depth: int) -> Value:
+def _member(member: StructMember, data: bytes, address: int | None, depth: int,
+            gaps: Gaps = ()) -> Value:
     if member.bit_size is not None:
+        if _within(gaps, member.offset, _bitfield_bytes(member)):
+            return error_value(ValueStatus.OPTIMIZED_OUT, ctype=member.type)
         return _bitfield(member, data)
     size = type_size(member.type)
     piece = data[member.offset:member.offset + size]
     at = None if address is None else address + member.offset
     # Anonymous members are spliced into their parent: no extra nesting level.
     return _decode(member.type, piece, len(piece) < size, at,
-                   depth - 1 if member.name is None else depth)
+                   depth - 1 if member.name is None else depth, _within(gaps, member.offset, size))
 
 
 def _present(member: StructMember, data: bytes) -> bool:
@@ -254,7 +290,7 @@ def _bitfield(member: StructMember, data: bytes) -> Value:
 
 
 def _array(ctype: CType, base: ArrayType, data: bytes, cut: bool, address: int | None,
-           depth: int) -> Value:
+           depth: int, gaps: Gaps = ()) -> Value:
     if _is_char(base.element):
         return _char_array(ctype, base, data, cut, address)
     step = type_size(base.element)
@@ -267,10 +303,22 @@ def _array(ctype: CType, base: ArrayType, data: bytes, cut: bool, address: int |
         shown += 1                                  # a partial last struct still helps
     elements = tuple(
         _decode(base.element, data[i * step:(i + 1) * step], len(data) < (i + 1) * step,
-                None if address is None else address + i * step, depth)
+                None if address is None else address + i * step, depth,
+                _within(gaps, i * step, step))
         for i in range(shown))
     truncated = len(data) < count * step or (base.count is None and cut)
     return ArrayValue(ctype, elements, truncated)
+
+
+def _vector(ctype: CType, base: VectorType, data: bytes, depth: int) -> Value:
+    """Every element, like an array's; a vector of chars is numbers, not text
+    (gdb prints `{97, 98, …}`). Vectors live in registers whole, so a partial
+    copy shows only the complete elements."""
+    step = type_size(base.element)
+    shown = min(base.count, len(data) // step) if step else 0
+    elements = tuple(_decode(base.element, data[i * step:(i + 1) * step], False, None, depth)
+                     for i in range(shown))
+    return ArrayValue(ctype, elements, shown < base.count)
 
 
 def _char_array(ctype: CType, base: ArrayType, data: bytes, cut: bool,

@@ -8,15 +8,23 @@ A probe reports a process's misses once (gs_offsets_wanted), so that a hot
 probe cannot flood the ring. When the retries give up with a module still
 unmapped (a library dlopen()ed later, or one the command loads after a
 while), that report is re-armed: the next miss is reported again, at most
-once per RETRY_SECONDS per process, until the module maps."""
+once per RETRY_SECONDS per process, until the module maps.
+
+A module whose thread-local variables a probe reads is done only when its
+TLS block is known too (runtime/tls.py): ld.so numbers and places TLS
+blocks while it loads the program, after the files are mapped. What cannot
+be read at all (no debug info for ld.so and no match of the module's
+PT_TLS) is said once, through `notes`."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from gs_cgen.errors import GsError
 from gs_cgen.plan.model import ModuleRef
 from gs_cgen.runtime import target as proc
+from gs_cgen.runtime.tls import TlsReader
 
 RETRY_SECONDS = 3.0
 # A pending process's maps are read at most this often, however fast events
@@ -32,6 +40,10 @@ class OffsetKeeper:
     pending: dict[int, float] = field(default_factory=dict)   # pid -> give-up time
     filled: dict[int, set[int]] = field(default_factory=dict)  # pid -> cookies done
     last_try: dict[int, float] = field(default_factory=dict)   # pid -> when retry() read its maps
+    notes: Callable[[str], None] = lambda _text: None          # diagnostics, each said once
+    tls: TlsReader = field(default_factory=TlsReader)
+    offsets_filled: dict[int, set[int]] = field(default_factory=dict)  # pid -> cookies
+    _noted: set[str] = field(default_factory=set)
 
     def fill(self, pid: int) -> bool:
         """Fill every plan module mapped in `pid`; True when all are done."""
@@ -46,10 +58,30 @@ class OffsetKeeper:
             if module.cookie in done:
                 continue
             offsets = proc.module_offsets(target, module)
-            if offsets is not None:
-                self.session.set_module_offsets(pid, module.cookie, offsets)
+            if offsets is None:
+                continue
+            self._fill_offsets(pid, module, offsets)
+            if module.tls is None or self._fill_tls(target, module, offsets.text):
                 done.add(module.cookie)
         return len(done) == len(self.modules)
+
+    def _fill_offsets(self, pid: int, module: ModuleRef, offsets) -> None:
+        filled = self.offsets_filled.setdefault(pid, set())
+        if module.cookie not in filled:
+            self.session.set_module_offsets(pid, module.cookie, offsets)
+            filled.add(module.cookie)
+
+    def _fill_tls(self, target, module: ModuleRef, bias: int) -> bool:
+        block = self.tls.block(target, module, bias)
+        if block is not None:
+            self.session.set_module_tls(target.pid, module.cookie, block)
+            return True
+        problem = self.tls.problems.get(module.path)
+        if problem and module.path not in self._noted:
+            self._noted.add(module.path)
+            self.notes(f"thread-local variables of {module.path} are unavailable in process "
+                       f"{target.pid}: {problem}")
+        return False
 
     def watch(self, pid: int) -> None:
         """A process we heard about (exec, probe miss): fill now or retry."""

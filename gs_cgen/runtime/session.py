@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gs_cgen.abi import HEADER_PATH, abi
-from gs_cgen.emit.c import probe_function_name
+from gs_cgen.emit.c import SLEEPABLE_MACRO, probe_function_name
 from gs_cgen.errors import PrivilegeError, RuntimeTraceError
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
 from gs_cgen.runtime.collector import EventCounts
+from gs_cgen.runtime.sleepable import (ReadMode, choose_read_mode, load_sleepable,
+                                       verifier_reason)
 from gs_cgen.runtime.target import SectionOffsets
 
 # Events handled per poll at most, so stop conditions are checked often.
@@ -71,12 +73,27 @@ class TraceSession:
         self.attached: list[AttachedProbe] = []
         self.callback_error: BaseException | None = None
         self.batch = 0
+        self.read_mode: ReadMode | None = None
 
     # -------------------------------------------------------------- load
     def load(self) -> None:
-        """Compile with clang and pass every probe through the verifier."""
+        """Compile with clang and pass every probe through the verifier:
+        as sleepable uprobes where they can be (see runtime/sleepable.py),
+        else as today's. `read_mode.note` says which, for the user."""
         bcc = _import_bcc()
-        cflags = [f"-I{HEADER_PATH.parent}", f"-I{_PRELUDE_DIR}", "-Wno-unused-function"]
+        self.read_mode = choose_read_mode(self.plan.transport)
+        if self.read_mode.sleepable:
+            try:
+                self._build(bcc, sleepable=True)
+                return
+            except _SleepableRejected as rejected:
+                self._unload()
+                self.read_mode = ReadMode(False, str(rejected))
+        self._build(bcc, sleepable=False)
+
+    def _build(self, bcc, sleepable: bool) -> None:
+        cflags = [f"-I{HEADER_PATH.parent}", f"-I{_PRELUDE_DIR}", "-Wno-unused-function",
+                  f"-D{SLEEPABLE_MACRO}={int(sleepable)}"]
         captured = io.StringIO()
         try:
             with _stderr_to(captured):
@@ -85,18 +102,28 @@ class TraceSession:
             raise RuntimeTraceError(f"BPF compilation failed: {exc}",
                                     hints=(captured.getvalue().strip()[-2000:],)) from None
         for probe in self.plan.probes:
-            self.functions[probe.site.probe_id] = self._load_function(bcc, probe.site)
+            self.functions[probe.site.probe_id] = self._load_function(bcc, probe.site, sleepable)
 
-    def _load_function(self, bcc, site: ProbeSite):
-        name = probe_function_name(site.probe_id)
+    def _load_function(self, bcc, site: ProbeSite, sleepable: bool):
+        name = probe_function_name(site.probe_id).encode()
         log = io.StringIO()
         try:
             with _stderr_to(log):
-                return self.bpf.load_func(name, bcc.BPF.KPROBE)
+                if not sleepable:
+                    return self.bpf.load_func(name, bcc.BPF.KPROBE)
+                fd = load_sleepable(self.bpf.module, name, bcc.BPF.KPROBE)
         except Exception as exc:  # noqa: BLE001
             raise RuntimeTraceError(
                 f"the kernel verifier rejected the probe for '{site.pattern_text}': {exc}",
                 hints=(log.getvalue().strip()[-3000:],)) from None
+        if fd < 0:
+            # The non-sleepable build may still pass: load() falls back to it.
+            raise _SleepableRejected(
+                f"the verifier rejected the sleepable probe for '{site.pattern_text}': "
+                f"{_verifier_reason(log.getvalue(), ctypes.get_errno())}")
+        function = bcc.BPF.Function(self.bpf, name, fd)
+        self.bpf.funcs[name] = function      # closed by BPF.cleanup, like its own
+        return function
 
     # ------------------------------------------------------------ attach
     def attach(self, pid: int | None) -> None:
@@ -135,9 +162,13 @@ class TraceSession:
 
     def close(self) -> None:
         self.detach()
+        self._unload()
+
+    def _unload(self) -> None:
         if self.bpf is not None:
             self.bpf.cleanup()
             self.bpf = None
+        self.functions.clear()
 
     # -------------------------------------------------------------- maps
     def set_module_offsets(self, pid: int, cookie: int, offsets: SectionOffsets) -> None:
@@ -145,6 +176,12 @@ class TraceSession:
         key = table.Key(pid=pid, pad=0, module_cookie=cookie)
         table[key] = table.Leaf(text=offsets.text & _U64, rodata=offsets.rodata & _U64,
                                 data=offsets.data & _U64, bss=offsets.bss & _U64)
+
+    def set_module_tls(self, pid: int, cookie: int, block) -> None:
+        """A module's TLS block in process `pid` (runtime/tls.py TlsBlock)."""
+        table = self.bpf[abi().map_names["GS_MAP_TLS"]]
+        key = table.Key(pid=pid, pad=0, module_cookie=cookie)
+        table[key] = table.Leaf(block_offset=block.block_offset, modid=block.modid)
 
     def event_counts(self) -> EventCounts:
         """The probes' sent/failed counters, summed over probes and CPUs."""
@@ -208,6 +245,14 @@ class TraceSession:
 
 
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
+
+
+class _SleepableRejected(Exception):
+    """The verifier refused a probe's sleepable build."""
+
+
+def _verifier_reason(log: str, errno: int) -> str:
+    return verifier_reason(log) or (os.strerror(errno) if errno else "load failed")
 
 
 @contextlib.contextmanager

@@ -26,7 +26,8 @@ from gs_cgen.plan.model import ModuleFile, ModuleRef, PidNamespace
 # PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace.
 _INIT_PID_NS_INO = 0xEFFFFFFC
 _PAGE = 4096
-_AT_ENTRY = 9                        # include/uapi/linux/auxvec.h
+_AT_BASE = 7                         # include/uapi/linux/auxvec.h: the interpreter's base
+_AT_ENTRY = 9
 _DELETED = " (deleted)"              # fs/d_path.c: d_path() of an unlinked file
 
 
@@ -138,14 +139,25 @@ def _identity(path: str) -> tuple[int, int]:
 
 
 def _entry_point(pid: int) -> int | None:
-    """AT_ENTRY from /proc/PID/auxv (pairs of native words), or None."""
+    """AT_ENTRY from /proc/PID/auxv, or None."""
+    return _auxv_value(pid, _AT_ENTRY)
+
+
+def interpreter_base(pid: int) -> int | None:
+    """AT_BASE: where the kernel loaded the program's interpreter (ld.so),
+    0 for a static executable; None when auxv cannot be read."""
+    return _auxv_value(pid, _AT_BASE)
+
+
+def _auxv_value(pid: int, wanted: int) -> int | None:
+    # /proc/PID/auxv is pairs of native words (key, value).
     try:
         with open(f"/proc/{pid}/auxv", "rb") as f:
             data = f.read()
     except OSError:
         return None
     for key, value in struct.iter_unpack("<QQ", data[:len(data) // 16 * 16]):
-        if key == _AT_ENTRY:
+        if key == wanted:
             return value
     return None
 

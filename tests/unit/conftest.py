@@ -3,6 +3,7 @@ built from tests/fixtures and the real libc.so.6 of this machine."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -47,3 +48,29 @@ def process_libc() -> str:
             if os.path.basename(path).startswith("libc.so"):
                 return os.path.realpath(path)
     require("this process maps no libc.so.6")
+
+
+@pytest.fixture(scope="session")
+def wide_types_bin(tmp_path_factory) -> str:
+    """tests/fixtures/wide_types.c, -g -O0 -no-pie: every g_* initialiser is
+    a constant, so the file's .data holds gcc's bytes for each value."""
+    if shutil.which("gcc") is None:
+        require("gcc is not installed")
+    out = tmp_path_factory.mktemp("wide_types") / "wide_types"
+    subprocess.run(["gcc", "-g", "-O0", "-no-pie", "-o", str(out),
+                    str(FIXTURES / "wide_types.c")], check=True)
+    return str(out)
+
+
+def gdb_prints(binary: str, *expressions: str) -> dict[str, str]:
+    """gdb's `print` text of each expression, read from the file without
+    running it (initialised globals); repeats are not collapsed."""
+    if shutil.which("gdb") is None:
+        require("gdb is not installed")
+    args = ["gdb", "-nx", "-batch", "-ex", "set print repeats unlimited"]
+    for expression in expressions:
+        args += ["-ex", f"print {expression}"]
+    text = subprocess.run(args + [binary], capture_output=True, text=True, check=True).stdout
+    values = re.findall(r"^\$\d+ = (.*)$", text, re.M)
+    assert len(values) == len(expressions), text
+    return dict(zip(expressions, values))

@@ -10,6 +10,9 @@
 #define GS_TARGET_NS_PID 0
 #define GS_TARGET_PIDNS_DEV 0x0ULL
 #define GS_TARGET_PIDNS_INO 0x0ULL
+#ifndef GS_SLEEPABLE
+#define GS_SLEEPABLE 0  /* the loader defines it 1 for sleepable uprobes */
+#endif
 #include "gs_abi.h"
 #include "gs_prelude.h"
 
@@ -38,7 +41,6 @@ _Static_assert(__builtin_offsetof(struct gs_event_counts, failed) == 8, "gs_abi.
 
 /* --- fixed part: maps and event plumbing (template emit/runtime.c.in) --- */
 BPF_RINGBUF_OUTPUT(gs_events, GS_RINGBUF_PAGES);
-BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
 BPF_PERCPU_ARRAY(gs_event_counts, struct gs_event_counts, 2);
 BPF_HASH(proc_module_offsets, struct proc_module_key, struct proc_module_offsets_value, GS_MAX_TRACKED_MODULES);
 BPF_HASH(pid_aliases, __u32, __u32, GS_MAX_TRACKED_MODULES);
@@ -87,16 +89,6 @@ static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe
     gs_current_ids(hdr);
 }
 
-static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size)
-{
-    __u32 zero = 0;
-    struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
-    if (!scratch)
-        return 0;
-    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
-    return scratch->bytes;
-}
-
 /* Atomic adds: a uprobe program can be preempted by another run of itself
  * on the same CPU, so even a per-CPU counter needs them. */
 static __always_inline void gs_count_output(__u32 probe_id, long err)
@@ -133,22 +125,63 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
     return offsets;
 }
 
+#if GS_SLEEPABLE
+/* Sleepable probes build each event in its own reserved ring space: a
+ * probe that sleeps while a page is faulted in keeps its CPU (migrate-
+ * disabled) but not the CPU to itself, so per-CPU scratch would not be
+ * private. `reserve` covers the event and, after it, the probe's work area
+ * when it has one. A reservation the ring refuses is a lost event. */
+static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
+{
+    __u8 *ev = gs_events.ringbuf_reserve(reserve);
+    if (!ev) {
+        gs_count_output(probe_id, 1);
+        return 0;
+    }
+    gs_fill_header((struct gs_event_hdr *)ev, probe_id, GS_EVENT_TRACE, size);
+    return ev;
+}
+
+static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
+{
+    __u32 probe_id = ((struct gs_event_hdr *)ev)->probe_id;
+    gs_events.ringbuf_submit(ev, 0);
+    gs_count_output(probe_id, 0);
+    return 0;
+}
+#else
+/* Non-sleepable probes build their event in per-CPU scratch, then copy it
+ * out. The scratch is private to one run only while nothing else runs this
+ * program on the CPU: a uprobe program runs migrate-disabled, and a run
+ * preempted mid-event can have its scratch overwritten by the next. */
+BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
+
+static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
+{
+    __u32 zero = 0;
+    struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
+    if (!scratch)
+        return 0;
+    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
+    return scratch->bytes;
+}
+
 static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
 {
     long err = gs_events.ringbuf_output(ev, size, 0);
     gs_count_output(((struct gs_event_hdr *)ev)->probe_id, err);
     return 0;
 }
+#endif
 
 /* --- end of fixed part --- */
 
 int gs_probe_0(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(0, 160);
+    __u8 *ev = gs_begin_event(0, 160, 160);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
-    __u8 *work = ev + GS_MAX_EVENT_SIZE;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     *(__u64 *)(ev + 40) = 0;
@@ -207,11 +240,10 @@ int gs_probe_0(struct pt_regs *ctx)
 
 int gs_probe_1(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(1, 120);
+    __u8 *ev = gs_begin_event(1, 120, 120);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
-    __u8 *work = ev + GS_MAX_EVENT_SIZE;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     *(__u64 *)(ev + 40) = 0;

@@ -9,6 +9,9 @@
 #define GS_TARGET_NS_PID 0
 #define GS_TARGET_PIDNS_DEV 0x0ULL
 #define GS_TARGET_PIDNS_INO 0x0ULL
+#ifndef GS_SLEEPABLE
+#define GS_SLEEPABLE 0  /* the loader defines it 1 for sleepable uprobes */
+#endif
 #include "gs_abi.h"
 #include "gs_prelude.h"
 
@@ -37,7 +40,6 @@ _Static_assert(__builtin_offsetof(struct gs_event_counts, failed) == 8, "gs_abi.
 
 /* --- fixed part: maps and event plumbing (template emit/runtime.c.in) --- */
 BPF_PERF_OUTPUT(gs_events);
-BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
 BPF_PERCPU_ARRAY(gs_event_counts, struct gs_event_counts, 1);
 BPF_HASH(proc_module_offsets, struct proc_module_key, struct proc_module_offsets_value, GS_MAX_TRACKED_MODULES);
 BPF_HASH(pid_aliases, __u32, __u32, GS_MAX_TRACKED_MODULES);
@@ -86,16 +88,6 @@ static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe
     gs_current_ids(hdr);
 }
 
-static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size)
-{
-    __u32 zero = 0;
-    struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
-    if (!scratch)
-        return 0;
-    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
-    return scratch->bytes;
-}
-
 /* Atomic adds: a uprobe program can be preempted by another run of itself
  * on the same CPU, so even a per-CPU counter needs them. */
 static __always_inline void gs_count_output(__u32 probe_id, long err)
@@ -132,6 +124,25 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
     return offsets;
 }
 
+#if GS_SLEEPABLE
+#error "sleepable programs cannot use perf event arrays"
+#endif
+/* Non-sleepable probes build their event in per-CPU scratch, then copy it
+ * out. The scratch is private to one run only while nothing else runs this
+ * program on the CPU: a uprobe program runs migrate-disabled, and a run
+ * preempted mid-event can have its scratch overwritten by the next. */
+BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
+
+static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
+{
+    __u32 zero = 0;
+    struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
+    if (!scratch)
+        return 0;
+    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
+    return scratch->bytes;
+}
+
 static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
 {
     long err = gs_events.perf_submit(ctx, ev, size);
@@ -139,15 +150,15 @@ static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
     return 0;
 }
 
+
 /* --- end of fixed part --- */
 
 int gs_probe_0(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(0, 96);
+    __u8 *ev = gs_begin_event(0, 96, 96);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
-    __u8 *work = ev + GS_MAX_EVENT_SIZE;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     *(__u64 *)(ev + 40) = 0;

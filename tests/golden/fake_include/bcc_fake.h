@@ -17,14 +17,18 @@ __u64 bpf_get_current_pid_tgid(void);
 __u64 bpf_ktime_get_ns(void);
 long bpf_get_ns_current_pid_tgid(__u64 dev, __u64 ino, struct bpf_pidns_info *info, __u32 size);
 long bpf_get_stack(void *ctx, void *buf, __u32 size, __u64 flags);
+__u64 bpf_get_current_task(void);
+long bpf_probe_read_kernel(void *dst, __u32 size, const void *src);
 #define BPF_F_USER_STACK 256
 #define BPF_FUNC_probe_read_user 112
 #define BPF_FUNC_probe_read_user_str 114
+#define BPF_FUNC_copy_from_user 148
 void *__builtin_memcpy(void *dst, const void *src, unsigned long n);
 void *__builtin_memset(void *dst, int c, unsigned long n);
 #define __always_inline inline
 #define __builtin_offsetof(type, member) offsetof(type, member)
-#define BPF_RINGBUF_OUTPUT(name, pages) struct { long (*ringbuf_output)(void *, __u64, __u64); } name
+#define BPF_RINGBUF_OUTPUT(name, pages) struct { long (*ringbuf_output)(void *, __u64, __u64); \
+    void *(*ringbuf_reserve)(__u64); void (*ringbuf_submit)(void *, __u64); } name
 #define BPF_PERF_OUTPUT(name) struct { long (*perf_submit)(void *, void *, __u64); } name
 #define BPF_PERCPU_ARRAY(name, leaf, n) struct { leaf *(*lookup)(void *); } name
 #define BPF_HASH(name, key, leaf, n) struct { leaf *(*lookup)(void *); long (*insert)(void *, void *); } name

@@ -37,6 +37,9 @@ def test_call_value_programs_translate_to_trees():
     assert translate_value(ops, frozenset({"r12"})) is None
     assert translate_value([Op("DW_OP_breg5", [0])], frozenset()) is None
     assert translate_value([Op("DW_OP_deref", [])], frozenset()) is None
+    # A static object's address (main passing its array): relocated by the probe.
+    assert translate_value([Op("DW_OP_addr", [0x2020])], frozenset()) == \
+        ValueExpression(("static", 0x2020))
 
 
 def test_entry_value_after_the_loop_comes_from_the_call_site(tmp_path):
@@ -53,3 +56,20 @@ def test_entry_value_after_the_loop_comes_from_the_call_site(tmp_path):
     location = variables["a"].location
     assert isinstance(location, CallSiteValue) and len(location.cases) == 1
     assert variables["b"].location == InRegister(4)
+
+
+def test_removed_parameter_comes_from_the_call_site(tmp_path):
+    """DW_OP_GNU_parameter_ref (param_ref.c): the call site that names the
+    parameter is found; its value (main's argc at main's entry) is one no
+    call site of main describes, so `factor` is optimized out — gdb says
+    the same — and says why, never a stale number."""
+    source = FIXTURE.parent / "param_ref.c"
+    binary = tmp_path / "param_ref"
+    subprocess.run(["gcc", "-g", "-O2", "-o", str(binary), str(source)], check=True)
+    module = open_module(str(binary))
+    line = next(n for n, text in enumerate(source.read_text().splitlines(), 1)
+                if "marker: scale" in text)
+    (site,) = module.find_lines(source.name, line)
+    factor = {v.name: v for v in module.variables_at(site.address)}["factor"]
+    assert factor.location.reason == ("entry value of a parameter the compiler removed, and no "
+                                      "call site says how it was computed")

@@ -43,9 +43,8 @@ def test_fbreg_passes_frame_base_problem_through():
 
 @pytest.mark.parametrize("ops, culprit", [
     ([Op("DW_OP_entry_value", [[0x55]]), Op("DW_OP_stack_value", [])], "DW_OP_entry_value"),
-    ([Op("DW_OP_reg0", []), Op("DW_OP_piece", [4]), Op("DW_OP_reg1", []), Op("DW_OP_piece", [4])],
-     "DW_OP_piece"),
-    ([Op("DW_OP_breg6", [-8]), Op("DW_OP_deref", [])], "DW_OP_deref"),
+    ([Op("DW_OP_reg0", []), Op("DW_OP_reg1", []), Op("DW_OP_piece", [4])], "DW_OP_reg1"),
+    ([Op("DW_OP_breg6", [-8]), Op("DW_OP_deref_size", [16])], "DW_OP_deref_size"),
     ([Op("DW_OP_reg17", [])], "SIMD register xmm0"),
     ([Op("DW_OP_GNU_push_tls_address", [])], "DW_OP_GNU_push_tls_address"),
 ])
@@ -62,3 +61,18 @@ def test_unsupported_shapes_name_the_operation(ops, culprit):
 ])
 def test_frame_base_shapes(ops, expected):
     assert frame_base_from_ops(ops, lambda: CFA_RSP_8) == expected
+
+
+def test_empty_entry_at_the_function_entry_is_applied_as_gdb_does():
+    """GCC -O3 with location views: `i` is 0 at the function's first
+    instruction (view 0) and 2 from a later view of the same address;
+    gdb (dwarf2_find_location_expression) takes the empty entry at the
+    function's entry PC, and only there."""
+    from elftools.dwarf.locationlists import LocationEntry
+
+    from gs_cgen.dwarf.locations import _select_entry
+    entries = [LocationEntry(0, 0, 0x13a0, 0x13a0, [0x30, 0x9f], True),     # lit0 stack_value
+               LocationEntry(0, 0, 0x13a0, 0x13e3, [0x32, 0x9f], True)]     # lit2 stack_value
+    assert _select_entry(entries, 0, 0x13a0, entry_pc=0x13a0) == ([0x30, 0x9f], (0x13a0, 0x13a0))
+    assert _select_entry(entries, 0, 0x13a0, entry_pc=0x1390) == ([0x32, 0x9f], (0x13a0, 0x13e3))
+    assert _select_entry(entries, 0, 0x13b0, entry_pc=0x13a0) == ([0x32, 0x9f], (0x13a0, 0x13e3))

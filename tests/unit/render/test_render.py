@@ -7,7 +7,7 @@ import struct
 from gs_cgen.abi import abi
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.build import PlanOptions, build_plan
-from gs_cgen.plan.model import PidNamespace
+from gs_cgen.plan.model import PidNamespace, ThreadPointer
 from gs_cgen.render.decode import decode
 from gs_cgen.render.lines import render_json, render_lines
 from gs_cgen.script.parser import parse
@@ -52,6 +52,26 @@ def test_offsets_unavailable_and_null():
                               1: (STATUS["GS_STATUS_NULL_DEREF"], b"", 0)})
     assert render_lines(decode(raw, probe), probe) == [
         "g_count = <error: offsets unavailable>", "fd = <error: null pointer dereference>"]
+
+
+def test_thread_local_failures_say_why():
+    """gs_tls_block's two statuses (gs_prelude.h), as values, as JSON and
+    as the reason of a failed condition."""
+    probe = build_plan(parse("trace handle { print t_requests; print t_requests; "
+                             "if t_requests > 1 { print fd; } }"),
+                       ModuleSet.of(server_module()),
+                       PlanOptions("t.gs", PidNamespace(False),
+                                   thread_pointer=ThreadPointer(3128))).probes[0]
+    raw = event_bytes(probe, {0: (STATUS["GS_STATUS_TLS_UNAVAILABLE"], b"", 0),
+                              1: (STATUS["GS_STATUS_TLS_NOT_ALLOCATED"], b"", 0),
+                              2: (STATUS["GS_STATUS_TLS_NOT_ALLOCATED"], b"", 0)})
+    event = decode(raw, probe)
+    assert render_lines(event, probe)[:3] == [
+        "t_requests = <error: TLS offsets unavailable>",
+        "t_requests = <error: TLS block not allocated for this thread>",
+        "ExprError: t_requests > 1 (TLS block not allocated for this thread at 0x0)"]
+    values = json.loads(render_json(event, probe))["values"]
+    assert [v["status"] for v in values[:2]] == ["tls_unavailable", "tls_not_allocated"]
 
 
 def test_enum_known_and_unknown_values():
