@@ -1,8 +1,8 @@
 """Canonical values and the verdict for each variable at each site.
 
 Both tools' values become one canonical JSON form, compared exactly:
-  integers and bitfields  -> the number; bool -> true/false
-  float, double           -> "f:" + float.hex() of the exact value ("f:-nan", "f:inf"),
+  integers (__int128 too) and bitfields -> the number; bool -> true/false
+  _Float16, float, double -> "f:" + float.hex() of the exact value ("f:-nan", "f:inf"),
                              from gdb's bits (its float() would drop a NaN's sign)
   long double             -> "x87:" + the value rounded to x87's 64-bit
                              significand ([-]SIGNIFICANDpEXPONENT): exact from
@@ -10,14 +10,17 @@ Both tools' values become one canonical JSON form, compared exactly:
                              gs-cgen gives is rounded the same way
   enum                    -> "enum:NAME" (first enumerator with that value), else the number
   pointer                 -> "p:0x..."; a DW_OP_implicit_pointer (gdb: <synthetic
-                             pointer>) -> {"synthetic pointer": POINTEE}
+                             pointer>) -> {"synthetic pointer": POINTEE}: no
+                             address equals it; gs-cgen's `<error: synthetic
+                             pointer ...>` with `*NAME` as the pointee does
   char array, and a char pointer that is a variable itself (not a member)
                           -> "str:" + its text up to the first NUL, UTF-8 with
                              \\xNN escapes, cut to STRING_CHARS characters;
                              "str:NULL" for a null char pointer; one whose text
                              cannot be read is unavailable
-  struct, union           -> {member: VALUE}, anonymous members flattened
-  array                   -> [VALUE, ...]
+  struct, union           -> {member: VALUE}, anonymous members flattened;
+                             _Complex -> {"real": VALUE, "imag": VALUE}
+  array, vector           -> [VALUE, ...]
   unavailable             -> None (gdb: optimized out or an error; gs-cgen:
                              any status but ok/truncated, or a missing member)
 
@@ -101,8 +104,11 @@ def x87_from_text(text) -> str | None:
     return x87_key(value, "-" if lowered.startswith("-") else "")
 
 
+_IEEE_FORMATS = {2: "<e", 4: "<f", 8: "<d"}
+
+
 def _ieee_key(bits: int, size: int) -> str:
-    return float_key(struct.unpack("<f" if size == 4 else "<d", bits.to_bytes(size, "little"))[0])
+    return float_key(struct.unpack(_IEEE_FORMATS[size], bits.to_bytes(size, "little"))[0])
 
 
 def _string_key(data: bytes | str) -> str:
@@ -236,10 +242,14 @@ _CONVERTERS = {
 
 # ------------------------------------------------------------------ verdict
 
+_OPAQUE = ("unexpected", "value", "other")        # marker dicts that are one leaf
+
+
 def leaves(value, path: str = ""):
-    """(path, leaf) pairs; the synthetic-pointer marker is one leaf."""
-    if isinstance(value, dict) and "synthetic pointer" not in value and \
-            "unexpected" not in value and "value" not in value and "other" not in value:
+    """(path, leaf) pairs; a synthetic pointer's leaves are its pointee's ("*")."""
+    if isinstance(value, dict) and "synthetic pointer" in value:
+        yield from leaves(value["synthetic pointer"], f"{path}*")
+    elif isinstance(value, dict) and not any(marker in value for marker in _OPAQUE):
         for name, member in value.items():
             yield from leaves(member, f"{path}.{name}")
     elif isinstance(value, list):

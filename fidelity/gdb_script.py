@@ -17,9 +17,9 @@ hit: the same iteration as gs-cgen's first event there.
 
 Values are written as small typed JSON trees ("raw" values; compare.py
 turns them into the canonical form):
-  {"k": "int", "v": N}          integers and chars
+  {"k": "int", "v": N}          integers (__int128 too) and chars
   {"k": "bool", "v": B}
-  {"k": "float", "bits": HEX, "size": 4|8}      the IEEE bits
+  {"k": "float", "bits": HEX, "size": 2|4|8}    the IEEE bits
   {"k": "ldouble", "bits": HEX}                  x87 80-bit extended, its 80 bits
   {"k": "enum", "v": N, "name": first enumerator with that value or null}
   {"k": "ptr", "v": N}          {"k": "synthetic", "pointee": RAW} for DW_OP_implicit_pointer
@@ -27,7 +27,8 @@ turns them into the canonical form):
                                 | {"k": "cstr", "ptr": N, "unreadable": true}
                                 a top-level char pointer: the string it points to
   {"k": "chars", "hex": BYTES}  a char array, up to its first NUL
-  {"k": "struct", "fields": [[NAME, RAW], ...]}   anonymous members flattened
+  {"k": "struct", "fields": [[NAME, RAW], ...]}   anonymous members flattened;
+                                _Complex as a struct of "real" and "imag"
   {"k": "array", "items": [RAW, ...]}
   {"k": "optout"}               gdb: <optimized out> (a leaf, or a whole aggregate)
   {"k": "error", "msg": TEXT}   gdb could not read it
@@ -110,15 +111,16 @@ def _convert(value, top, cap):
     if value.is_optimized_out:
         return {"k": "optout"}
     if code in (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_CHAR):
-        return {"k": "int", "v": int(value)}
+        # int() stops at 8 bytes; __int128 goes through gdb's own decimal
+        # text (not /d, which would print an unsigned one as signed).
+        return {"k": "int", "v": int(value) if t.sizeof <= 8 else int(value.format_string())}
+    if code == gdb.TYPE_CODE_COMPLEX:
+        return _complex(value, t)
     if code == gdb.TYPE_CODE_BOOL:
         return {"k": "bool", "v": int(value) != 0}
     if code == gdb.TYPE_CODE_FLT:
         # The exact bits (gdb 13's /x on a float): float() would drop a NaN's sign.
-        bits = int(value.format_string(format="x"), 16)
-        if t.sizeof in (4, 8):
-            return {"k": "float", "bits": f"{bits:x}", "size": t.sizeof}
-        return {"k": "ldouble", "bits": f"{bits & (1 << 80) - 1:x}"}    # x87: the low 10 bytes
+        return _part(int(value.format_string(format="x"), 16), t)
     if code == gdb.TYPE_CODE_ENUM:
         number = int(value)
         names = [f.name for f in t.fields() if f.enumval == number]
@@ -126,6 +128,28 @@ def _convert(value, top, cap):
     if code == gdb.TYPE_CODE_PTR:
         return _pointer(value, t, top, cap)
     return {"k": "other", "type": str(value.type), "text": value.format_string()}
+
+
+def _complex(value, t):
+    """_Complex: a struct of its real and imaginary parts, from their bits
+    (gdb prints /x on a complex as `0xREAL + 0xIMAGi`)."""
+    text = value.format_string(format="x")
+    parts = re.match(r"(0x[0-9a-f]+) \+ (0x[0-9a-f]+)i", text).groups()
+    part = t.target().strip_typedefs()
+    return {"k": "struct", "fields": [[name, _part(int(bits, 16), part)]
+                                      for name, bits in zip(("real", "imag"), parts)]}
+
+
+def _part(bits, part):
+    if part.code != gdb.TYPE_CODE_FLT:           # gcc's _Complex int
+        width = 8 * part.sizeof
+        negative = part.is_signed and bits >> (width - 1)
+        return {"k": "int", "v": bits - (1 << width) if negative else bits}
+    if part.sizeof in (2, 4, 8):
+        return {"k": "float", "bits": f"{bits:x}", "size": part.sizeof}
+    if part.name == "long double":
+        return {"k": "ldouble", "bits": f"{bits & (1 << 80) - 1:x}"}     # x87: the low 10 bytes
+    return {"k": "other", "type": str(part), "text": f"0x{bits:x}"}
 
 
 def _pointer(value, t, top, cap):

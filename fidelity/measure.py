@@ -41,7 +41,7 @@ class TargetResult:
     sites: int                       # sites of the build
     sites_hit: int                   # sites gdb hit (compared)
     values: list[ValueResult]
-    unstable: int                    # values that differ between two gdb runs
+    unstable: list[str]              # "SITE NAME" of values that differ between two gdb runs
     diverged_sites: list[str]        # gs-cgen's $sp differs from gdb's there
     lost_events: int
     notes: list[str]
@@ -57,13 +57,12 @@ def measure(target: Target) -> TargetResult:
     first, second = gdb_recorder.record(target), gdb_recorder.record(target)
     unstable = gdb_recorder.unstable_values(first, second)
     clock.lap("gdb")
-    names = {key: [v["name"] for v in hit.get("variables", [])]
-             for key, hit in first.hits.items()}
+    names = {key: _expressions(hit) for key, hit in first.hits.items()}
     run = tracer_recorder.record(target, names, first.bases)
     clock.lap("gs-cgen")
     clock.seconds["of which checks"] = round(run.check_seconds, 1)
     result = TargetResult(target.suite, target.name, target.level, len(target.sites),
-                          len(first.hits), [], 0, [], run.lost_events, _notes(first, run),
+                          len(first.hits), [], [], [], run.lost_events, _notes(first, run),
                           clock.seconds)
     for site in target.sites:
         hit = first.hits.get(site.key)
@@ -85,9 +84,17 @@ class _Clock:
         self.last = now
 
 
+def _expressions(hit: dict) -> list[str]:
+    """What gs-cgen prints at a site: each variable gdb lists, and `*NAME`
+    for a synthetic pointer (what it points to is all there is to compare)."""
+    names = [v["name"] for v in hit.get("variables", [])]
+    return names + [f"*{v['name']}" for v in hit.get("variables", [])
+                    if v["raw"]["k"] == "synthetic"]
+
+
 def failed(target: Target, error: Exception) -> TargetResult:
     """A target the harness could not measure: no values, and why."""
-    return TargetResult(target.suite, target.name, target.level, len(target.sites), 0, [], 0, [],
+    return TargetResult(target.suite, target.name, target.level, len(target.sites), 0, [], [], [],
                         0, [f"not measured: {type(error).__name__}: {error}"], measured=False)
 
 
@@ -105,7 +112,7 @@ def _notes(first: gdb_recorder.GdbRun, run: tracer_recorder.TraceRun) -> list[st
 
 def _classify_site(result: TargetResult, site: Site, hit: dict, run, unstable: set[str]) -> None:
     if "*" in unstable:
-        result.unstable += len(hit.get("variables", []))
+        result.unstable += [f"{site.key} {v['name']}" for v in hit.get("variables", [])]
         return
     event = run.events.get(site.key)
     if event is not None and _tracer_sp(event) != hit["sp"]:
@@ -115,7 +122,7 @@ def _classify_site(result: TargetResult, site: Site, hit: dict, run, unstable: s
     values = {v["expr"]: v for v in event["values"]} if event else {}
     for variable in hit.get("variables", []):
         if variable["name"] in unstable:
-            result.unstable += 1
+            result.unstable.append(f"{site.key} {variable['name']}")
             continue
         result.values.append(_classify_value(result, site, hit, variable, probe, event, values))
 
@@ -140,12 +147,22 @@ def _classify_value(result, site, hit, variable, probe, event, values) -> ValueR
         value.reason = NO_EVENT if event is None else NO_VALUE
         return value
     entry = values[name]
-    value.tracer = compare.from_tracer(entry, variable["raw"])
+    value.tracer = _tracer_value(entry, variable["raw"], values.get(f"*{name}"))
     value.verdict, value.paths = compare.verdict(gdb_value, value.tracer)
     if value.verdict == compare.TRACER_UNAVAILABLE:
         value.reason = entry.get("reason") or entry.get("error") or \
             f"members unavailable: {', '.join(value.paths[:3])}"
     return value
+
+
+def _tracer_value(entry: dict, raw: dict, pointee: dict | None):
+    """gs-cgen's value in canonical form; a synthetic pointer gs-cgen also
+    calls one is compared by its pointee (`*NAME`)."""
+    says_synthetic = "synthetic pointer" in (entry.get("reason") or entry.get("error") or "")
+    if raw["k"] == "synthetic" and says_synthetic:
+        return {"synthetic pointer": compare.from_tracer(pointee, raw["pointee"])
+                if pointee else None}
+    return compare.from_tracer(entry, raw)
 
 
 def _add_locations(result: TargetResult, target: Target) -> None:

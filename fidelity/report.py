@@ -18,7 +18,7 @@ def level_counts(results: list[TargetResult]) -> dict[tuple[str, str], dict]:
     table: dict[tuple[str, str], dict] = {}
     for result in results:
         row = table.setdefault((result.suite, result.level), _empty_row())
-        row["unstable"] += result.unstable
+        row["unstable"] += len(result.unstable)
         row["diverged sites"] += len(result.diverged_sites)
         row["lost events"] += result.lost_events
         row["sites"] += result.sites_hit
@@ -65,8 +65,8 @@ def format_footnotes(results: list[TargetResult]) -> str:
     for result in results:
         where = f"{result.program} -{result.level}"
         if result.unstable:
-            lines.append(f"  {where}: {result.unstable} values differ between two gdb runs "
-                         "(not compared)")
+            lines.append(f"  {where}: {len(result.unstable)} values differ between two gdb runs "
+                         f"(not compared): {', '.join(result.unstable[:5])}")
         if result.diverged_sites:
             lines.append(f"  {where}: $sp differs from gdb's at {len(result.diverged_sites)} "
                          f"sites (not compared): {', '.join(result.diverged_sites[:5])}")

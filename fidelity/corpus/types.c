@@ -1,5 +1,6 @@
-/* Fidelity corpus: every kind of C value, and pointers into every region
- * of the process (stack, heap, .data, .bss, .rodata, a shared library).
+/* Fidelity corpus: every kind of C value (__int128, _Complex, vectors and
+ * _Float16 included), and pointers into every region of the process
+ * (stack, heap, .data, .bss, .rodata, a shared library).
  * Deterministic: no input, no time, no output; the exit status is 0.
  * fidelity-globals: g_data_int g_bss_counter g_rodata_text g_origin g_table g_color g_word g_flags_global
  */
@@ -137,6 +138,21 @@ __attribute__((noinline)) long region_pointers(int depth)
     return sum;
 }
 
+typedef int v4si __attribute__((vector_size(16)));
+
+__attribute__((noinline)) long wide_values(__int128 big, unsigned __int128 ubig,
+                                           _Complex double z, _Complex float zf,
+                                           _Complex long double zl, v4si vec, _Float16 half)
+{
+    __int128 twice = big * 2;
+    _Complex double squared = z * z;
+    v4si doubled = vec + vec;
+    _Float16 more = half + (_Float16)1.0f;
+    g_sink += (long)twice + (long)__real__ squared + doubled[1] + (long)__imag__ zf +
+              (long)ubig + (long)__real__ zl + (long)more;
+    return g_sink;
+}
+
 int main(void)
 {
     struct rect box = {{1, 2}, {11, 22}, "box", "tagged"};
@@ -154,6 +170,9 @@ int main(void)
         fill_array(values, 6);
         string_kinds("argument text", heap_copy);
         region_pointers(round + 3);
+        v4si vec = {1, -2, 3, round};
+        wide_values(-((__int128)1 << 100) - 5 - round, ~(unsigned __int128)0 - round,
+                    1.5 - 2.0i, 0.5f + 3.0fi, 0.1L + 1.0Li * round, vec, (_Float16)2.5f);
         box.br.x += 5;
     }
     free(heap_copy);

@@ -105,12 +105,15 @@ def test_optimized_out_in_gdb():
     assert verdict(from_gdb(gone), from_tracer(ok(0), gone))[0] == TRACER_ONLY
 
 
-def test_a_synthetic_pointer_is_not_an_address():
+def test_a_synthetic_pointer_is_compared_by_its_pointee():
     synthetic = {"k": "synthetic", "pointee": {"k": "int", "v": 21}}
-    assert verdict(from_gdb(synthetic), from_tracer(ok({"address": 0, "type": "int*"}),
-                                                    synthetic))[0] == MISMATCH
-    assert verdict(from_gdb(synthetic), from_tracer(unavailable(), synthetic))[0] == \
-        TRACER_UNAVAILABLE
+    gdb = from_gdb(synthetic)
+    assert verdict(gdb, from_tracer(ok({"address": 0, "type": "int*"}), synthetic))[0] == MISMATCH
+    assert verdict(gdb, from_tracer(unavailable(), synthetic))[0] == TRACER_UNAVAILABLE
+    # what measure.py makes of `<error: synthetic pointer ...>` and `*p`
+    assert verdict(gdb, {"synthetic pointer": 21}) == (MATCH, [])
+    assert verdict(gdb, {"synthetic pointer": 22}) == (MISMATCH, ["*"])
+    assert verdict(gdb, {"synthetic pointer": None}) == (TRACER_UNAVAILABLE, ["*"])
 
 
 def test_arrays_and_shape_mismatches():

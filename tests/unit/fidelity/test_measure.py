@@ -23,7 +23,7 @@ def event(sp=0x7FF0, **values):
 
 
 def classify(gdb_hit, tracer_event, probe=None, unstable=frozenset()) -> TargetResult:
-    result = TargetResult("corpus", "prog", "O0", 1, 1, [], 0, [], 0, [])
+    result = TargetResult("corpus", "prog", "O0", 1, 1, [], [], [], 0, [])
     probe = probe or Probe("0x1159", [SITE], [v["name"] for v in gdb_hit["variables"]])
     events = {SITE.key: tracer_event} if tracer_event else {}
     _classify_site(result, SITE, gdb_hit, TraceRun(events, {SITE.key: probe}, 0, 0, ""),
@@ -50,12 +50,24 @@ def test_refused_names_and_missing_events_are_tracer_errors():
     assert [(v.verdict, v.reason) for v in result.values] == [("TRACER_ERROR", NO_EVENT)]
 
 
+def test_a_synthetic_pointer_is_read_through():
+    synthetic = hit()
+    synthetic["variables"] = [{"name": "p", "kind": "local", "type": "int *",
+                               "raw": {"k": "synthetic", "pointee": {"k": "int", "v": 21}}}]
+    reason = "synthetic pointer: it points to an object that has no address"
+    tracer = event()
+    tracer["values"] += [{"expr": "p", "value": None, "status": "unavailable", "reason": reason},
+                         {"expr": "*p", "value": 21, "status": "ok"}]
+    result = classify(synthetic, tracer, Probe("0x1159", [SITE], ["p", "*p"]))
+    assert [(v.name, v.verdict) for v in result.values] == [("p", "MATCH")]
+
+
 def test_values_that_differ_between_gdb_runs_are_left_out():
     first = GdbRun({SITE.key: hit(a=1, b=2)}, {}, 0, "")
     second = GdbRun({SITE.key: hit(a=1, b=5)}, {}, 0, "")
     assert unstable_values(first, second) == {SITE.key: {"b"}}
     result = classify(hit(a=1, b=2), event(a=1, b=2), unstable={"b"})
-    assert [v.name for v in result.values] == ["a"] and result.unstable == 1
+    assert [v.name for v in result.values] == ["a"] and result.unstable == [f"{SITE.key} b"]
     moved = GdbRun({SITE.key: hit(sp=0x1000, a=1, b=2)}, {}, 0, "")
     assert unstable_values(first, moved) == {SITE.key: {"*"}}
 
