@@ -21,8 +21,11 @@ Both tools' values become one canonical JSON form, compared exactly:
   struct, union           -> {member: VALUE}, anonymous members flattened;
                              _Complex -> {"real": VALUE, "imag": VALUE}
   array, vector           -> [VALUE, ...]
-  unavailable             -> None (gdb: optimized out or an error; gs-cgen:
-                             any status but ok/truncated, or a missing member)
+  unavailable             -> None (gdb: optimized out, an error, or
+                             `[uninitialized]` (DW_OP_GNU_uninit: gdb shows
+                             whatever the location holds but says it is no
+                             value yet); gs-cgen: any status but ok/truncated,
+                             or a missing member)
 
 A variable is one value, however many members it has. Comparing leaf by
 leaf (the gdb value gives the shape):
@@ -169,7 +172,7 @@ def _tracer_value(value, shape: dict):
     if value is None:
         return None
     kind = shape["k"]
-    if kind in ("optout", "error"):               # no shape from gdb: keep it as it is
+    if kind in ("optout", "error", "uninit"):     # no shape from gdb: keep it as it is
         return {"value": value}
     converter = _CONVERTERS.get(kind)
     converted = converter(value, shape) if converter else None

@@ -31,6 +31,8 @@ turns them into the canonical form):
                                 _Complex as a struct of "real" and "imag"
   {"k": "array", "items": [RAW, ...]}
   {"k": "optout"}               gdb: <optimized out> (a leaf, or a whole aggregate)
+  {"k": "uninit", "shown": RAW} gdb: `[uninitialized] VALUE` (DW_OP_GNU_uninit): the
+                                bits are there, gdb does not vouch for them
   {"k": "error", "msg": TEXT}   gdb could not read it
   {"k": "other", "type": T, "text": TEXT}
 This file imports nothing but gdb and the standard library.
@@ -252,7 +254,19 @@ def _variable(name, kind, type_text, read, cap):
         raw = convert(read(), True, cap)
     except (gdb.error, gdb.MemoryError, RuntimeError) as exc:
         raw = {"k": "error", "msg": str(exc)}
+    if raw["k"] not in ("optout", "error") and _uninitialized(name):
+        raw = {"k": "uninit", "shown": raw}
     return {"name": name, "kind": kind, "type": type_text, "raw": raw}
+
+
+def _uninitialized(name):
+    """DW_OP_GNU_uninit: gdb shows the bits but marks them `[uninitialized]`
+    (only in `print`: gdb.Value does not say). `print NAME` looks the name
+    up as the frame walk did, innermost block first."""
+    try:
+        return "[uninitialized]" in gdb.execute(f"print {name}", to_string=True)[:80]
+    except gdb.error:
+        return False
 
 
 def record_hit(site, cap):

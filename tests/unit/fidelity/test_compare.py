@@ -130,3 +130,12 @@ def test_reason_groups_drop_addresses_and_names():
     assert reason_group("unsupported: DW_OP_shl, arithmetic, in [DW_OP_breg2 DW_OP_shl]") == \
         "unsupported: DW_OP_shl, arithmetic"
     assert compare.gdb_reads(None) is False
+
+
+def test_gdb_uninitialized_is_no_value():
+    """DW_OP_GNU_uninit: gdb prints `[uninitialized] 5`, bits it does not vouch for."""
+    uninit = {"k": "uninit", "shown": {"k": "int", "v": 5}}
+    assert from_gdb(uninit) is None
+    assert verdict(from_gdb(uninit), from_tracer(unavailable("not initialized"), uninit))[0] == \
+        BOTH_UNAVAILABLE
+    assert verdict(from_gdb(uninit), from_tracer(ok(5), uninit))[0] == TRACER_ONLY
