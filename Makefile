@@ -2,7 +2,7 @@
 # Both install what they need first (scripts/setup.sh, idempotent, root).
 PY := .venv/bin/python
 
-.PHONY: setup test test-oldest unit demo clean
+.PHONY: setup test test-oldest unit demo clean fidelity
 
 setup:
 	bash scripts/setup.sh
@@ -25,3 +25,8 @@ demo: setup
 
 clean:
 	rm -rf build .pytest_cache examples/build
+
+# Differential test against gdb (fidelity/README.md): the corpus at -O0..-O3
+# and libpython3.11; tables on stdout, build/fidelity/report.json.
+fidelity: setup
+	$(PY) -m fidelity

@@ -1,0 +1,350 @@
+"""The gdb side of the fidelity harness; runs inside gdb's own Python:
+
+    gdb -batch -nx -ex 'set $fidelity_request = "REQUEST.json"' -x gdb_script.py --args PROG
+
+REQUEST.json: {"result": PATH, "entry": vaddr of PROG's entry point,
+"string_cap": N, "sites": [{"id", "module", "address", "function", "globals"}]},
+where `address` is a module virtual address, `module` the module's real
+path and `function` null, or the name whose `break FUNC` location this is.
+
+The program is started held before its first instruction (`starti`), run to
+its entry point (every library it links is mapped by then), and given its
+breakpoints. The first hit of each site records the innermost frame's
+parameters and locals (walking gdb.Frame.block() up to the function's
+block; the innermost block that declares a name wins) and the site's
+globals; that location is then disabled. So a site's record is its first
+hit: the same iteration as gs-cgen's first event there.
+
+Values are written as small typed JSON trees ("raw" values; compare.py
+turns them into the canonical form):
+  {"k": "int", "v": N}          integers (__int128 too) and chars
+  {"k": "bool", "v": B}
+  {"k": "float", "bits": HEX, "size": 2|4|8}    the IEEE bits
+  {"k": "ldouble", "bits": HEX}                  x87 80-bit extended, its 80 bits
+  {"k": "enum", "v": N, "name": first enumerator with that value or null}
+  {"k": "ptr", "v": N}          {"k": "synthetic", "pointee": RAW} for DW_OP_implicit_pointer
+  {"k": "cstr", "null": true} | {"k": "cstr", "ptr": N, "hex": BYTES, "end": "nul"|"cap"}
+                                | {"k": "cstr", "ptr": N, "unreadable": true}
+                                a top-level char pointer: the string it points to
+  {"k": "chars", "hex": BYTES}  a char array, up to its first NUL
+  {"k": "struct", "fields": [[NAME, RAW], ...]}   anonymous members flattened;
+                                _Complex as a struct of "real" and "imag"
+  {"k": "array", "items": [RAW, ...]}
+  {"k": "optout"}               gdb: <optimized out> (a leaf, or a whole aggregate)
+  {"k": "uninit", "shown": RAW} gdb: `[uninitialized] VALUE` (DW_OP_GNU_uninit): the
+                                bits are there, gdb does not vouch for them
+  {"k": "error", "msg": TEXT}   gdb could not read it
+  {"k": "other", "type": T, "text": TEXT}
+This file imports nothing but gdb and the standard library.
+"""
+import json
+import os
+import re
+
+import gdb
+
+CHAR_NAMES = ("char", "signed char", "unsigned char")
+MAX_ITEMS = 1024                 # array elements recorded
+PAGE = 4096
+
+
+def request():
+    path = gdb.convenience_variable("fidelity_request").string()
+    with open(path) as f:
+        return json.load(f)
+
+
+def module_bases(pid, paths):
+    """Load bias of each module: start of its offset-0 mapping (the corpus
+    and libpython are linked at 0)."""
+    bases = {}
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and int(parts[2], 16) == 0:
+                path = os.path.realpath(parts[5].strip())
+                if path in paths and path not in bases:
+                    bases[path] = int(parts[0].split("-")[0], 16)
+    return bases
+
+
+# ---------------------------------------------------------------- values
+
+def is_char(gdb_type):
+    t = gdb_type.strip_typedefs()
+    return t.code in (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_CHAR) and t.sizeof == 1 \
+        and t.unqualified().name in CHAR_NAMES
+
+
+def read_cstring(address, cap):
+    """The bytes before the NUL at `address`, read page by page (a string
+    may end just before an unmapped page)."""
+    inferior = gdb.selected_inferior()
+    data = b""
+    while len(data) < cap:
+        at = address + len(data)
+        chunk = min(cap - len(data), PAGE - at % PAGE)
+        try:
+            part = bytes(inferior.read_memory(at, chunk))
+        except gdb.MemoryError:
+            return None, None
+        nul = part.find(b"\0")
+        if nul >= 0:
+            return data + part[:nul], "nul"
+        data += part
+    return data, "cap"
+
+
+def convert(value, top, cap):
+    """A gdb.Value as a raw JSON tree (see the module docstring)."""
+    try:
+        return _convert(value, top, cap)
+    except (gdb.error, gdb.MemoryError, RuntimeError, ValueError, OverflowError) as exc:
+        return {"k": "error", "msg": str(exc)}
+
+
+def _convert(value, top, cap):
+    t = value.type.strip_typedefs()
+    code = t.code
+    if code == gdb.TYPE_CODE_STRUCT or code == gdb.TYPE_CODE_UNION:
+        return _aggregate(value, t, cap)
+    if code == gdb.TYPE_CODE_ARRAY:
+        return _array(value, t, cap)
+    if value.is_optimized_out:
+        return {"k": "optout"}
+    if code in (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_CHAR):
+        # int() stops at 8 bytes; __int128 goes through gdb's own decimal
+        # text (not /d, which would print an unsigned one as signed).
+        return {"k": "int", "v": int(value) if t.sizeof <= 8 else int(value.format_string())}
+    if code == gdb.TYPE_CODE_COMPLEX:
+        return _complex(value, t)
+    if code == gdb.TYPE_CODE_BOOL:
+        return {"k": "bool", "v": int(value) != 0}
+    if code == gdb.TYPE_CODE_FLT:
+        # The exact bits (gdb 13's /x on a float): float() would drop a NaN's sign.
+        return _part(int(value.format_string(format="x"), 16), t)
+    if code == gdb.TYPE_CODE_ENUM:
+        number = int(value)
+        names = [f.name for f in t.fields() if f.enumval == number]
+        return {"k": "enum", "v": number, "name": names[0] if names else None}
+    if code == gdb.TYPE_CODE_PTR:
+        return _pointer(value, t, top, cap)
+    return {"k": "other", "type": str(value.type), "text": value.format_string()}
+
+
+def _complex(value, t):
+    """_Complex: a struct of its real and imaginary parts, from their bits
+    (gdb prints /x on a complex as `0xREAL + 0xIMAGi`)."""
+    text = value.format_string(format="x")
+    parts = re.match(r"(0x[0-9a-f]+) \+ (0x[0-9a-f]+)i", text).groups()
+    part = t.target().strip_typedefs()
+    return {"k": "struct", "fields": [[name, _part(int(bits, 16), part)]
+                                      for name, bits in zip(("real", "imag"), parts)]}
+
+
+def _part(bits, part):
+    if part.code != gdb.TYPE_CODE_FLT:           # gcc's _Complex int
+        width = 8 * part.sizeof
+        negative = part.is_signed and bits >> (width - 1)
+        return {"k": "int", "v": bits - (1 << width) if negative else bits}
+    if part.sizeof in (2, 4, 8):
+        return {"k": "float", "bits": f"{bits:x}", "size": part.sizeof}
+    if part.name == "long double":
+        return {"k": "ldouble", "bits": f"{bits & (1 << 80) - 1:x}"}     # x87: the low 10 bytes
+    return {"k": "other", "type": str(part), "text": f"0x{bits:x}"}
+
+
+def _pointer(value, t, top, cap):
+    if "<synthetic pointer>" in value.format_string(symbols=False, address=False):
+        return {"k": "synthetic", "pointee": convert(value.dereference(), False, cap)}
+    address = int(value)
+    if not (top and is_char(t.target())):
+        return {"k": "ptr", "v": address}
+    if address == 0:
+        return {"k": "cstr", "null": True}
+    data, end = read_cstring(address, cap)
+    if data is None:
+        return {"k": "cstr", "ptr": address, "unreadable": True}
+    return {"k": "cstr", "ptr": address, "hex": data.hex(), "end": end}
+
+
+def _aggregate(value, t, cap):
+    fields = []
+    for field in t.fields():
+        if field.artificial:
+            continue
+        member = convert(value[field], False, cap)
+        if not field.name:                       # anonymous struct/union: C names its members
+            fields.extend(member.get("fields", []))
+        else:
+            fields.append([field.name, member])
+    if fields and all(raw["k"] == "optout" for _, raw in fields):
+        return {"k": "optout"}
+    return {"k": "struct", "fields": fields}
+
+
+def _array(value, t, cap):
+    low, high = t.range()
+    count = max(0, min(high - low + 1, MAX_ITEMS))
+    if is_char(t.target()):
+        data = bytearray()
+        for index in range(count):
+            element = value[low + index]
+            if element.is_optimized_out:
+                return {"k": "optout"}
+            byte = int(element) & 0xFF
+            if byte == 0:
+                break
+            data.append(byte)
+        return {"k": "chars", "hex": bytes(data).hex()}
+    items = [convert(value[low + index], False, cap) for index in range(count)]
+    if items and all(raw["k"] == "optout" for raw in items):
+        return {"k": "optout"}
+    return {"k": "array", "items": items}
+
+
+# ------------------------------------------------------------- recording
+
+def symbol_value(symbol, frame):
+    return symbol.value(frame) if symbol.needs_frame else symbol.value()
+
+
+def is_label(symbol):
+    """gdb lists a C label whose address is gone as an optimized-out
+    variable of its internal type __CORE_ADDR; it is not a variable."""
+    return symbol.type is not None and symbol.type.name == "__CORE_ADDR"
+
+
+def visible_variables(frame, cap):
+    """Parameters and locals visible at the frame's PC, innermost block first."""
+    seen, variables = set(), []
+    block = frame.block()
+    while block is not None:
+        for symbol in block:
+            if not (symbol.is_argument or symbol.is_variable) or symbol.name in seen \
+                    or is_label(symbol):
+                continue
+            seen.add(symbol.name)
+            kind = "parameter" if symbol.is_argument else "local"
+            variables.append(_variable(symbol.name, kind, str(symbol.type),
+                                       lambda s=symbol: symbol_value(s, frame), cap))
+        if block.function is not None:
+            break
+        block = block.superblock
+    return variables
+
+
+def global_variables(frame, names, shadowed, cap):
+    found = []
+    for name in names:
+        if name in shadowed:
+            continue                             # a local of that name wins
+        symbol = gdb.lookup_symbol(name, frame.block())[0] or gdb.lookup_static_symbol(name)
+        if symbol is None:
+            found.append({"name": name, "kind": "global", "type": None,
+                          "raw": {"k": "error", "msg": "no symbol"}})
+            continue
+        found.append(_variable(name, "global", str(symbol.type),
+                               lambda s=symbol: symbol_value(s, frame), cap))
+    return found
+
+
+def _variable(name, kind, type_text, read, cap):
+    try:
+        raw = convert(read(), True, cap)
+    except (gdb.error, gdb.MemoryError, RuntimeError) as exc:
+        raw = {"k": "error", "msg": str(exc)}
+    if raw["k"] not in ("optout", "error") and _uninitialized(name):
+        raw = {"k": "uninit", "shown": raw}
+    return {"name": name, "kind": kind, "type": type_text, "raw": raw}
+
+
+def _uninitialized(name):
+    """DW_OP_GNU_uninit: gdb shows the bits but marks them `[uninitialized]`
+    (only in `print`: gdb.Value does not say). `print NAME` looks the name
+    up as the frame walk did, innermost block first."""
+    try:
+        return "[uninitialized]" in gdb.execute(f"print {name}", to_string=True)[:80]
+    except gdb.error:
+        return False
+
+
+def record_hit(site, cap):
+    frame = gdb.newest_frame()
+    pc = frame.pc()
+    entry = {"id": site["id"], "pc": pc, "sp": int(frame.read_register("rsp")),
+             "function": frame.name()}
+    try:
+        entry["variables"] = visible_variables(frame, cap)
+        shadowed = {v["name"] for v in entry["variables"]}
+        entry["variables"] += global_variables(frame, site.get("globals", []), shadowed, cap)
+    except RuntimeError as exc:
+        entry["error"] = str(exc)
+    return entry
+
+
+def run_to_exit(inferior, by_address, hits, cap):
+    """Continue until the program exits; at each stop on one of ours,
+    record the hit and disable that location (its first hit is the one)."""
+    while True:
+        stop = gdb.execute("continue", to_string=True)
+        if not inferior.threads():
+            return stop
+        pc = gdb.newest_frame().pc()
+        if pc not in by_address:
+            # A signal the program did not expect: say so, do not hang.
+            gdb.execute("kill", to_string=True)
+            return stop
+        site, location = by_address.pop(pc)
+        if site is not None:
+            hits.append(record_hit(site, cap))
+        location.enabled = False
+
+
+def set_breakpoints(sites, bases):
+    """address -> (site, breakpoint location). A site names its function
+    (`break FUNC`: gdb decides the locations) or only its address
+    (`break *ADDR`). Both are user breakpoints, not internal ones: at an
+    inlined call's first PC gdb then presents the frame a user would see."""
+    wanted, specs = {}, {}
+    for site in sites:
+        base = bases.get(site["module"])
+        if base is None:
+            continue
+        wanted[base + site["address"]] = site
+        spec = site["function"] or f"*0x{base + site['address']:x}"
+        specs.setdefault(spec, None)
+    by_address = {}
+    for spec in specs:
+        for location in gdb.Breakpoint(spec).locations:
+            # A location no site asked for is disabled at its first hit.
+            by_address[location.address] = (wanted.get(location.address), location)
+    return by_address
+
+
+def main():
+    req = request()
+    for command in ("set pagination off", "set confirm off", "set startup-with-shell off",
+                    "set disable-randomization on", "unset environment LINES",
+                    "unset environment COLUMNS", "set breakpoint pending off"):
+        gdb.execute(command)
+    gdb.execute("starti", to_string=True)
+    inferior = gdb.selected_inferior()
+    program = os.path.realpath(gdb.current_progspace().filename)
+    exe_base = module_bases(inferior.pid, {program})[program]
+    gdb.execute(f"tbreak *0x{exe_base + req['entry']:x}", to_string=True)
+    gdb.execute("continue", to_string=True)
+    bases = module_bases(inferior.pid, {site["module"] for site in req["sites"]})
+    by_address = set_breakpoints(req["sites"], bases)
+    hits = []
+    stop = run_to_exit(inferior, by_address, hits, req["string_cap"])
+    code = gdb.convenience_variable("_exitcode")
+    result = {"hits": hits, "bases": bases,
+              "unmapped": [s["id"] for s in req["sites"] if s["module"] not in bases],
+              "exit_code": None if code is None else int(code),
+              "last_stop": re.sub(r"\s+", " ", stop).strip()}
+    with open(req["result"], "w") as f:
+        json.dump(result, f)
+
+
+main()
