@@ -384,9 +384,12 @@ class GlobalVariable:
     decl_file: str | None = None
     decl_line: int | None = None
     thread_local: bool = False    # __thread / _Thread_local: one copy per thread
+    constant: bytes | None = None  # DW_AT_const_value: the object has no storage
 
     @property
-    def location(self) -> "AtAddress | ThreadLocal":
+    def location(self) -> "AtAddress | ThreadLocal | ImplicitBytes":
+        if self.constant is not None:
+            return ImplicitBytes(self.constant)
         return ThreadLocal(self.address) if self.thread_local else AtAddress(self.address)
 
 

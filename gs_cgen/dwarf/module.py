@@ -31,7 +31,7 @@ from gs_cgen.dwarf.tls import tls_expression_bytes
 from gs_cgen.dwarf.sites import (covering_line, function_probe_address, inlined_instances,
                                  is_optimized_gcc, line_at, match_files, stmt_rows_for)
 from gs_cgen.dwarf.typebuild import TypeBuilder
-from gs_cgen.dwarf.types import CType, PointerType
+from gs_cgen.dwarf.types import CType, PointerType, type_size
 from gs_cgen.errors import DebugInfoError, nearest
 
 _TYPE_TAGS = {
@@ -482,14 +482,28 @@ class ModuleDebugInfo:
             die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), name)
             if die is not None:
                 return self._global(die, name, sym.address)
-        if self.tls_segment is None:
-            return None
-        for sym in self._symbols_named(name, SymbolKind.TLS):
+        for sym in self._symbols_named(name, SymbolKind.TLS) if self.tls_segment else ():
             # st_value of an STT_TLS symbol is its offset in the TLS block.
             for needle in tls_expression_bytes(sym.address):
                 die = self._variable_die_at(needle, name)
                 if die is not None:
                     return self._global(die, name, sym.address, thread_local=True)
+        return self._constant_global(name)
+
+    def _constant_global(self, name: str) -> GlobalVariable | None:
+        """A file-scope object GCC keeps only as DW_AT_const_value (a
+        `static const char s[] = "..."` folded into its uses at -O1 and
+        up): no symbol, no storage, but gdb prints its value."""
+        for die in self._dwarf.dies_named(name, ("DW_TAG_variable",), ("DW_AT_const_value",),
+                                          limit=16):
+            if die.get_parent() is None or die.get_parent().tag != "DW_TAG_compile_unit":
+                continue
+            value = die.attributes["DW_AT_const_value"].value
+            glob = self._global(die, name, 0)
+            size = type_size(glob.type)
+            data = value.to_bytes(max(size, 1), "little", signed=value < 0) \
+                if isinstance(value, int) else bytes(value)
+            return dataclasses.replace(glob, section="const", constant=data)
         return None
 
     def _variable_die_at(self, needle: bytes, name: str):
@@ -524,7 +538,7 @@ class ModuleDebugInfo:
         line_attr = inherited_attr(die, "DW_AT_decl_line")
         return GlobalVariable(
             name=name, type=self._types.type_of(typed), address=address,
-            section="tls" if thread_local else self.section_of(address),
+            section="tls" if thread_local else self.section_of(address) if address else "const",
             decl_file=self._decl_file(die.cu, file_attr.value) if file_attr else None,
             decl_line=line_attr.value if line_attr else None, thread_local=thread_local)
 
