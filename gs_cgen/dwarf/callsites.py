@@ -25,7 +25,8 @@ _UNARY = {"DW_OP_not": "~", "DW_OP_neg": "neg"}
 CALLEE_SAVED = frozenset({3, 6, 12, 13, 14, 15})
 
 
-def call_site_values(call_sites, register: int, written) -> list[tuple[int, ValueExpression]]:
+def call_site_values(call_sites, register: int, written, saved=None) -> \
+        list[tuple[int, ValueExpression]]:
     """(return_pc, value) for every call site DIE among `call_sites` that
     says how it computed the argument passed in `register`. `written`
     holds the callee's written register names, whose caller values are
@@ -34,7 +35,7 @@ def call_site_values(call_sites, register: int, written) -> list[tuple[int, Valu
     for die in call_sites:
         return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS
                           if a in die.attributes), None)
-        value = _argument(die, register, die.cu.structs, written)
+        value = _argument(die, register, die.cu.structs, written, saved)
         if return_pc is not None and value is not None:
             found.append((return_pc, value))
     return found
@@ -101,7 +102,7 @@ def _offsets_from_plain(plain) -> list[int]:
     return list(plain)
 
 
-def call_site_parameter_values(call_sites, parameter: int, written) -> \
+def call_site_parameter_values(call_sites, parameter: int, written, saved=None) -> \
         list[tuple[int, ValueExpression]]:
     """(return_pc, value) for every call site that says what it passed for
     the parameter DIE at `parameter` (DW_OP_GNU_parameter_ref: a parameter
@@ -114,21 +115,21 @@ def call_site_parameter_values(call_sites, parameter: int, written) -> \
         for param in die.iter_children():
             if param.tag in _PARAMETER_TAGS and any(
                     _refers_to(param, a, parameter) for a in _PARAMETER_REFS):
-                value = _value_of(param, written)
+                value = _value_of(param, written, saved)
                 if return_pc is not None and value is not None:
                     found.append((return_pc, value))
     return found
 
 
-def _value_of(param, written) -> ValueExpression | None:
+def _value_of(param, written, saved=None) -> ValueExpression | None:
     value_attr = next((param.attributes[a] for a in _VALUE_ATTRS if a in param.attributes), None)
     if value_attr is None:
         return None
     ops = decode_ops(value_attr.value, param.cu.structs)
-    return translate_value(ops, written) if isinstance(ops, list) else None
+    return translate_value(ops, written, saved) if isinstance(ops, list) else None
 
 
-def _argument(call_site, register: int, structs, written) -> ValueExpression | None:
+def _argument(call_site, register: int, structs, written, saved=None) -> ValueExpression | None:
     for param in call_site.iter_children():
         if param.tag not in _PARAMETER_TAGS or "DW_AT_location" not in param.attributes:
             continue
@@ -140,11 +141,25 @@ def _argument(call_site, register: int, structs, written) -> ValueExpression | N
         if value_attr is None:
             return None
         ops = decode_ops(value_attr.value, structs)
-        return translate_value(ops, written) if isinstance(ops, list) else None
+        return translate_value(ops, written, saved) if isinstance(ops, list) else None
     return None
 
 
-def translate_value(ops, written) -> ValueExpression | None:
+def _caller_register(reg: int, written, saved: dict[int, tuple] | None) -> tuple | None:
+    """The caller's value of register `reg` at the callee's PC. `saved`
+    (from the callee's CFI at that PC, None when there is none) maps each
+    register the callee has saved to where (a tree); a callee-saved
+    register it has not saved there still holds the caller's value, as
+    gdb's unwinder assumes. Without CFI: only registers the callee never
+    writes."""
+    if reg not in CALLEE_SAVED:
+        return None
+    if saved is not None:
+        return saved.get(reg, ("reg", reg, 0))
+    return None if register_name(reg) in written else ("reg", reg, 0)
+
+
+def translate_value(ops, written, saved: dict[int, tuple] | None = None) -> ValueExpression | None:
     """Symbolically run a DWARF stack program over 64-bit values; None when
     it uses anything the probe cannot know at the callee's PC."""
     stack: list[tuple] = []
@@ -157,9 +172,13 @@ def translate_value(ops, written) -> ValueExpression | None:
                 stack.append(("const", op.args[0]))
             elif breg_operands(op) is not None:
                 reg, offset = breg_operands(op)
-                if reg not in CALLEE_SAVED or register_name(reg) in written:
+                caller = _caller_register(reg, written, saved)
+                if caller is None:
                     return None
-                stack.append(("reg", reg, offset))
+                if caller[0] == "reg":
+                    stack.append(("reg", reg, offset))
+                else:
+                    stack.append(("+", caller, ("const", offset)) if offset else caller)
             elif name == "DW_OP_addr":        # a static object's address
                 stack.append(("static", op.args[0]))
             elif name == "DW_OP_plus_uconst":

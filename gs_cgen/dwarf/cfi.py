@@ -12,7 +12,7 @@ import bisect
 import struct
 from dataclasses import dataclass
 
-from elftools.dwarf.callframe import FDE, CallFrameInfo
+from elftools.dwarf.callframe import FDE, CallFrameInfo, RegisterRule
 
 # DW_EH_PE encodings we decode in .eh_frame_hdr; gcc/ld always emit these.
 _PE_PCREL_SDATA4 = 0x1B
@@ -51,6 +51,27 @@ class CallFrames:
                              base_structs=info.structs, for_eh_frame=for_eh_frame)
 
     def cfa_at(self, pc: int) -> CfaRule:
+        row = self._row_at(pc)
+        rule = row["cfa"] if row else None
+        if rule is None or rule.reg is None or rule.expr is not None:
+            raise CfaUnavailable(f"CFA at 0x{pc:x} is a DWARF expression")
+        return CfaRule(rule.reg, rule.offset)
+
+    def saved_registers_at(self, pc: int) -> dict[int, int]:
+        """Registers the function has saved by `pc` (CFI rule offset(N)):
+        the caller's value of each is in memory at CFA + N. A callee-saved
+        register without a rule still holds the caller's value."""
+        try:
+            row = self._row_at(pc)
+        except CfaUnavailable:
+            return {}
+        saved = {}
+        for register, rule in (row or {}).items():
+            if isinstance(register, int) and getattr(rule, "type", None) == RegisterRule.OFFSET:
+                saved[register] = rule.arg
+        return saved
+
+    def _row_at(self, pc: int):
         fde = self._fde_from_hdr(pc) or self._fde_by_scan(pc)
         if fde is None:
             raise CfaUnavailable(f"no call frame information covers 0x{pc:x}")
@@ -59,10 +80,7 @@ class CallFrames:
             if line["pc"] > pc:
                 break
             row = line
-        rule = row["cfa"] if row else None
-        if rule is None or rule.reg is None or rule.expr is not None:
-            raise CfaUnavailable(f"CFA at 0x{pc:x} is a DWARF expression")
-        return CfaRule(rule.reg, rule.offset)
+        return row
 
     def _fde_from_hdr(self, pc: int):
         if not self._table or self._eh is None:

@@ -30,6 +30,7 @@ class ResolveContext:
     call_sites: Callable[[], list]                # () -> the DIEs of the calls to the function,
                                                   # in every CU (dwarf/callsites.py calls_to)
     cfa: Callable                                 # () -> (reg, offset) | VariableLocation
+    saved_registers: Callable[[], dict]           # () -> {reg: N}: saved at CFA + N (CFI)
     locate_die: Callable[[int], VariableLocation]  # DIE offset -> its location at the PC
 
 
@@ -102,6 +103,15 @@ class LocationResolver:
         return (tree[0], *(self._intact_entries(t) if isinstance(t, tuple) else t
                            for t in tree[1:]))
 
+    def _saved(self) -> dict[int, tuple] | None:
+        """Where the function saved its caller's registers at the PC, as
+        trees ([CFA + N]); None without call frame information."""
+        cfa = self.context.cfa()
+        if not isinstance(cfa, tuple):
+            return None
+        return {register: ("deref", ("reg", cfa[0], cfa[1] + offset), 8)
+                for register, offset in self.context.saved_registers().items()}
+
     def _statics(self, tree: tuple) -> VariableLocation | None:
         for address in _static_addresses(tree):
             if self.context.elf.segment_of(address) is None:
@@ -117,10 +127,10 @@ class LocationResolver:
         per_site: dict[int, dict[tuple, tuple]] = {}
         for node in sorted(lost):
             if node[0] == "entry":
-                found = call_site_values(call_sites, node[1], self.written)
+                found = call_site_values(call_sites, node[1], self.written, self._saved())
             else:
                 found = call_site_parameter_values(call_sites, ctx.cu_offset + node[1],
-                                                   self.written)
+                                                   self.written, self._saved())
             for return_pc, value in found:
                 per_site.setdefault(return_pc, {})[node] = value.tree
         cases = tuple((pc, ValueExpression(_substitute(tree, values)))

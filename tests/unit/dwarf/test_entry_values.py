@@ -73,3 +73,16 @@ def test_removed_parameter_comes_from_the_call_site(tmp_path):
     factor = {v.name: v for v in module.variables_at(site.address)}["factor"]
     assert factor.location.reason == ("entry value of a parameter the compiler removed, and no "
                                       "call site says how it was computed")
+
+
+def test_caller_registers_come_from_the_callees_cfi():
+    """gdb's rule: a callee-saved register the callee has saved at the PC
+    (CFI offset(N)) is read at [CFA + N]; one it has not saved there still
+    holds the caller's value; without CFI only never-written registers count."""
+    ops = [Op("DW_OP_breg12", [8])]
+    at_cfa = ("deref", ("reg", 7, 16 - 24), 8)
+    assert translate_value(ops, frozenset({"r12"}), {12: at_cfa}) == ValueExpression(
+        ("+", at_cfa, ("const", 8)))
+    assert translate_value(ops, frozenset({"r12"}), {3: at_cfa}) == ValueExpression(("reg", 12, 8))
+    assert translate_value(ops, frozenset({"r12"}), None) is None
+    assert translate_value([Op("DW_OP_breg5", [0])], frozenset(), {}) is None   # rdi: caller-saved
