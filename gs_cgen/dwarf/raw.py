@@ -205,23 +205,10 @@ def attribute_at(info: bytes, start: int, pos: int, abbreviations: dict, offset_
 
 
 def _abbrev_specs(abbrev: bytes, offset: int, code: int) -> list[tuple[int, int]]:
-    r = ByteReader(abbrev, offset)
-    while True:
-        entry_code = r.uleb()
-        if entry_code == 0:
-            raise UnsupportedHeader(f"abbreviation {code} not found")
-        r.uleb()                                   # tag
-        r.pos += 1                                 # has_children
-        specs = []
-        while True:
-            attr, form = r.uleb(), r.uleb()
-            if attr == 0 and form == 0:
-                break
-            if form == _FORM_IMPLICIT_CONST:
-                r.uleb()                           # value lives in the abbreviation
-            specs.append((attr, form))
-        if entry_code == code:
-            return specs
+    entry = read_abbreviations(abbrev, offset).get(code)
+    if entry is None:
+        raise UnsupportedHeader(f"abbreviation {code} not found")
+    return list(entry[1])
 
 
 def _skip_or_read(r: ByteReader, form: int, offset_size: int, address_size: int, strings):

@@ -72,26 +72,29 @@ class LocationResolver:
 
     # ------------------------------------------------------------ trees
     def _value(self, tree: tuple) -> VariableLocation:
-        problem = self._statics(tree)
+        tree, problem, lost = self._prepared(tree)
         if problem is not None:
             return problem
-        tree = self._intact_entries(tree)
-        lost = _entry_registers(tree)
         if not lost:
             return _simple_value(tree)
         return self._from_call_sites(tree, lost)
 
     def _address(self, tree: tuple) -> VariableLocation:
-        problem = self._statics(tree)
+        tree, problem, lost = self._prepared(tree)
         if problem is not None:
             return problem
-        tree = self._intact_entries(tree)
-        lost = _entry_registers(tree)
         if lost:
             return OptimizedOut(f"address from the entry value of {_inputs_text(lost)}")
         if tree[0] == "reg":
             return AtRegisterOffset(tree[1], tree[2])
         return ComputedAddress(ValueExpression(tree))
+
+    def _prepared(self, tree: tuple):
+        """(tree with intact entry registers replaced, why it cannot be
+        read or None, the entry inputs still to find at call sites)."""
+        problem = self._statics(tree)
+        tree = self._intact_entries(tree)
+        return tree, problem, _entry_registers(tree)
 
     def _intact_entries(self, tree: tuple) -> tuple:
         """Entry values of registers the function never writes are the
