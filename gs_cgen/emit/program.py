@@ -184,6 +184,11 @@ def emit_probe(probe: ProbePlan) -> str:
                f"gs_module_tls(ctx, ev, {c.u64_literal(cookie)});")
     for step in probe.steps:
         _emit_step(w, probe, step)
+    if any(isinstance(step, IfStep) for step in probe.steps):
+        executed = " | ".join(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word})"
+                              for word in range(probe.bitmap_words))
+        w.line(f"if (!({executed}))")
+        w.line("    return gs_drop(ev);")
     w.line(f"return gs_submit(ctx, ev, {probe.event_size});")
     header = f"int {c.probe_function_name(site.probe_id)}(struct pt_regs *ctx)\n{{"
     return "\n".join([header, w.text(), "}", ""])

@@ -93,14 +93,20 @@ def collect(session, on_event: Callable[[bytes], bool], should_stop: Callable[[]
                 losses.periodic(*report)
     finally:
         session.detach()
-        _drain(session)
+        _drain(session, account)
         account.counts = session.event_counts()
         if total := account.lost(unread_is_lost()):
             losses.final(total)
     return account
 
 
-def _drain(session) -> None:
+def _drain(session, account: EventAccount) -> None:
+    """Read what is left until every event the probes sent is read, for
+    DRAIN_SECONDS at most. An empty poll is not the end: a sleepable probe
+    may still hold a reservation (waiting for a page fault), and the ring
+    cannot be read past it until it is submitted."""
     deadline = time.monotonic() + DRAIN_SECONDS
-    while session.poll(0) and time.monotonic() < deadline:
-        pass
+    while time.monotonic() < deadline:
+        more = session.poll(10)
+        if not more and account.received >= session.event_counts().sent:
+            return

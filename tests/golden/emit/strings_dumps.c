@@ -148,6 +148,14 @@ static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
     gs_count_output(probe_id, 0);
     return 0;
 }
+
+/* Nothing to render (every print sat in a branch not taken): give the
+ * space back, count nothing, so the reader is not kept busy with it. */
+static __always_inline int gs_drop(__u8 *ev)
+{
+    gs_events.ringbuf_discard(ev, 0);
+    return 0;
+}
 #else
 /* Non-sleepable probes build their event in per-CPU scratch, then copy it
  * out. The scratch is private to one run only while nothing else runs this
@@ -169,6 +177,12 @@ static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
 {
     long err = gs_events.ringbuf_output(ev, size, 0);
     gs_count_output(((struct gs_event_hdr *)ev)->probe_id, err);
+    return 0;
+}
+
+/* Nothing to render (every print sat in a branch not taken): send nothing. */
+static __always_inline int gs_drop(__u8 *ev)
+{
     return 0;
 }
 #endif
@@ -335,5 +349,7 @@ int gs_probe_0(struct pt_regs *ctx)
     gs_done_6:;
     }
     GS_MARK(ev, 40, 5);
+    if (!(*(__u64 *)(ev + 40)))
+        return gs_drop(ev);
     return gs_submit(ctx, ev, 1216);
 }

@@ -212,3 +212,21 @@ def test_offset_keeper_reads_a_pending_process_maps_at_a_bounded_rate(monkeypatc
         clock["now"] += 0.0005
         keeper.retry()
     assert len(reads) <= 1 + 0.5 / keeper_mod.RETRY_INTERVAL + 1
+
+
+def test_the_drain_waits_for_events_submitted_after_an_empty_poll():
+    """A sleepable probe holding a reservation across a page fault submits
+    after the detach: polls come back empty meanwhile, and its event is
+    still read, not counted lost (it was, under load: 1752 'lost')."""
+    session = FakeSession([], sent=3, queued=0)
+    late = iter([0, 0, 0, 3])           # the events appear on the fourth drain poll
+    base_poll = session.poll
+
+    def poll(timeout_ms):
+        if session.detached_at_poll is not None:
+            session.queued += next(late, 0)
+        return base_poll(timeout_ms)
+    session.poll = poll
+    _, final, losses = reporting()
+    account = collect(session, lambda raw: True, lambda: session.polls >= 1, losses)
+    assert account.received == 3 and final == []
