@@ -385,11 +385,17 @@ class GlobalVariable:
     decl_line: int | None = None
     thread_local: bool = False    # __thread / _Thread_local: one copy per thread
     constant: bytes | None = None  # DW_AT_const_value: the object has no storage
+    # A library's preemptible global: the GOT slot (link-time address)
+    # where ld.so put the object's real address in this process — the
+    # library's own, or an executable's copy of it (R_X86_64_COPY).
+    got_slot: int | None = None
 
     @property
-    def location(self) -> "AtAddress | ThreadLocal | ImplicitBytes":
+    def location(self) -> "AtAddress | ThreadLocal | ImplicitBytes | ComputedAddress":
         if self.constant is not None:
             return ImplicitBytes(self.constant)
+        if self.got_slot is not None:
+            return ComputedAddress(ValueExpression(("deref", ("static", self.got_slot), 8)))
         return ThreadLocal(self.address) if self.thread_local else AtAddress(self.address)
 
 

@@ -482,7 +482,9 @@ class ModuleDebugInfo:
         for sym in self._symbols_named(name, SymbolKind.OBJECT):
             die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), name)
             if die is not None:
-                return self._global(die, name, sym.address)
+                glob = self._global(die, name, sym.address)
+                slots = () if sym.local else self.import_slots(name)
+                return dataclasses.replace(glob, got_slot=slots[0]) if slots else glob
         for sym in self._symbols_named(name, SymbolKind.TLS) if self.tls_segment else ():
             # st_value of an STT_TLS symbol is its offset in the TLS block.
             for needle in tls_expression_bytes(sym.address):

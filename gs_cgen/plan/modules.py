@@ -215,8 +215,8 @@ class ModuleSet:
         built without -fPIE holds copies of the library globals it reads
         (R_X86_64_COPY) and every module, the library too, uses the copy;
         the library's original keeps its stale initial value."""
-        if glob.thread_local or not owner.exports_object(glob.name):
-            return owner, glob
+        if glob.thread_local or glob.got_slot is not None or not owner.exports_object(glob.name):
+            return owner, glob            # a GOT slot already says where, per process
         for module in [self.default, *self.others()]:
             if module is owner:
                 continue

@@ -46,3 +46,18 @@ def test_library_reads_the_executables_copy(build_dir, start_target):
                          capture_output=True, text=True, timeout=60).stdout
     seen = int(re.search(r"^\$1 = (\d+)$", gdb, re.M).group(1))
     assert _on_schedule(seen) and seen > values[-1], (seen, values)
+
+
+def test_library_alone_reads_the_object_its_got_names(build_dir, start_target):
+    """`-t LIB` alone knows no executable when it plans: the global is read
+    where the library's own GOT slot points in each process (the
+    executable's copy here), exactly as the library's code reads it."""
+    app = _build(build_dir)
+    target = start_target(app)
+    result = gs_cgen("trace", "-t", str(build_dir / "libcopyreloc.so"), "-s",
+                     "trace lib_bump { print lib_counter; }", "--max-events", "2",
+                     "--output", "plain")
+    assert result.returncode == 0, result.stderr
+    values = [int(line.removeprefix("lib_counter = ")) for line in result.stdout.splitlines()]
+    assert len(values) == 2 and all(_on_schedule(v) for v in values), values
+    assert target.proc.poll() is None
