@@ -10,7 +10,6 @@ from typing import Callable
 
 from gs_cgen.dwarf.callsites import call_site_parameter_values, call_site_values
 from gs_cgen.dwarf.code import registers_written
-from gs_cgen.dwarf.expression import registers_in
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Composite,
                                  ComputedAddress, ComputedValue, EntryValue, ImplicitPointer,
                                  InRegister, OptimizedOut, Piece, StaticAddress, SyntheticPointer,
@@ -190,4 +189,4 @@ def _substitute(tree: tuple, values: dict[tuple, tuple]) -> tuple:
     return (tree[0], *(_substitute(t, values) if isinstance(t, tuple) else t for t in tree[1:]))
 
 
-__all__ = ["LocationResolver", "ResolveContext", "registers_in"]
+__all__ = ["LocationResolver", "ResolveContext"]
