@@ -89,6 +89,19 @@ def parse_cpp_name(text: str) -> CppName | None:
                    normalize(qualifiers))
 
 
+_COMPONENT = re.compile(r"~?[A-Za-z_]\w*(<.*>)?")
+
+
+def is_function_pattern(text: str) -> bool:
+    """Whether a user's `trace` name is a well-formed C++ function name:
+    each component an identifier (a destructor's `~`, template arguments
+    allowed), `(anonymous namespace)` or an operator."""
+    name = parse_cpp_name(text)
+    return name is not None and all(
+        c == _ANONYMOUS or c.startswith("operator") or _COMPONENT.fullmatch(c)
+        for c in name.components)
+
+
 def matches(pattern: CppName, name: CppName) -> bool:
     """gdb's wild match of `break PATTERN` against a function (or of a
     name in an expression against a global): see the module docstring."""
