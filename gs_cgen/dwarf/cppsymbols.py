@@ -73,3 +73,38 @@ def is_cpp_name(name: str) -> bool:
 def _demangled(mangled: str) -> CppName | None:
     text = demangle(mangled)
     return parse_cpp_name(text) if text is not None else None
+
+
+def inlined_cpp_instances(index, name: str) -> list[tuple]:
+    """(DW_TAG_inlined_subroutine DIE, the function's display name) for the
+    inlined copies (with valid addresses) of the C++
+    functions `name` names, for a function that exists only inlined
+    (`geo::Shape::Shape` at -O2, which gdb finds inlined into main). GCC
+    chains them: a declaration in its class or namespace (DW_AT_name, and
+    DW_AT_linkage_name, demangled here to match overloads) <- the abstract
+    instance (DW_AT_specification, DW_AT_inline) <- each inlined copy
+    (DW_AT_abstract_origin); each link is found by a raw reference search
+    in the CU, as dwarf/sites.py inlined_instances does for C."""
+    pattern = parse_cpp_name(name) if available() else None
+    identifier = pattern.identifier() if pattern is not None else None
+    if identifier is None:
+        return []
+    found = {}
+    # GCC names a template instance's declaration with its arguments
+    # (`biggest<int>`): an inlined-only instance needs them in the pattern.
+    for declaration in index.dies_named(pattern.leaf, ("DW_TAG_subprogram",),
+                                        ("DW_AT_linkage_name",)):
+        linkage = declaration.attributes["DW_AT_linkage_name"].value.decode("utf-8", "replace")
+        demangled = _demangled(linkage)
+        if demangled is None or not matches(pattern, demangled):
+            continue
+        for abstract in index.references_to(declaration, ("DW_AT_specification",),
+                                            ("DW_TAG_subprogram",)):
+            if "DW_AT_inline" not in abstract.attributes:
+                continue
+            for die in index.references_to(abstract, ("DW_AT_abstract_origin",),
+                                           ("DW_TAG_inlined_subroutine",)):
+                if die.tag == "DW_TAG_inlined_subroutine" and index.die_ranges(die):
+                    found.setdefault(die.offset, (die, demangled.display()))
+    return [found[offset] for offset in sorted(found)]
+

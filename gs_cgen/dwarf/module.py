@@ -15,7 +15,8 @@ from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.callsites import calls_to
 from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.cppnames import normalize
-from gs_cgen.dwarf.cppsymbols import cpp_qualified_names, cpp_symbols, display_name
+from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_name,
+                                      inlined_cpp_instances)
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
@@ -312,7 +313,11 @@ class ModuleDebugInfo:
         """Inlined instances of `name`, in every CU: gdb sets a location on
         each. Raw searches find them (dwarf/sites.py inlined_instances), so
         no CU's DIE tree is walked, whatever the module's size."""
-        return [self._inline_site(die, name) for die in inlined_instances(self._dwarf, name)]
+        sites = [self._inline_site(die, name) for die in inlined_instances(self._dwarf, name)]
+        if not sites and self._elf.symbols.mangled_names:
+            sites = [dataclasses.replace(self._inline_site(die, name), name=display)
+                     for die, display in inlined_cpp_instances(self._dwarf, name)]
+        return sites
 
     def _inline_site(self, die, name: str) -> FunctionSite:
         """gdb 13's location for an inlined copy: the start of its first

@@ -2,7 +2,8 @@
 tests/fixtures/cpp_names.cpp, against gdb on the same binary: every
 pattern resolves to exactly the locations of gdb's `break PATTERN`
 (namespaces, nested namespaces, overloads, methods, templates, an
-anonymous namespace, a clone at -O2), and every global to the address
+anonymous namespace, a clone at -O2, a constructor that exists only
+inlined at -O2), and every global to the address
 gdb's `print &NAME` gives."""
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ BUILDS = {"O0": "-O0", "O2": "-O2"}
 FUNCTIONS = ("add", "geo::add", "geo::add(int,int)", "geo::add(int, int)", "geo::add(double)",
              "other::add", "Shape::area", "area", "geo::Shape::area(int) const", "geo::Shape::move",
              "move", "biggest", "biggest<int>", "geo::biggest<double>", "scale", "detail::scale",
-             "geo::detail::scale", "helper", "_ZN3geo3addEii", "main")
+             "geo::detail::scale", "helper", "_ZN3geo3addEii", "main",
+             # only inlined (into main) at -O2
+             "Shape::Shape", "geo::Shape::Shape(int)")
 MISSING = ("geo::scale", "eo::add", "geo::ad", "nosuch")
 GLOBALS = {"geo::counter": "geo::counter", "counter": "geo::counter", "hidden": "geo::hidden",
            "geo::Shape::instances": "geo::Shape::instances", "Shape::instances": "geo::Shape::instances",
