@@ -106,4 +106,5 @@ def test_dry_run_lists_every_overload_and_errors_offer_demangled_names(build_dir
     result = gs_cgen("info", "-t", str(binary), "function", "Shape::area")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Shape::area -> geo::Shape::area(int) const at ")
-    assert "parameter const geo::Shape * const this" in result.stdout or "this" in result.stdout
+    # gdb: `ptype this` is `const geo::Shape * const`
+    assert "parameter const class geo::Shape* const this  @ frame offset" in result.stdout
