@@ -68,5 +68,16 @@ class RuntimeTraceError(GsError):
 
 
 def nearest(name: str, pool, limit: int = 5) -> tuple[str, ...]:
-    """Closest spellings of `name` in `pool`, best first."""
-    return tuple(difflib.get_close_matches(name, list(pool), n=limit, cutoff=0.6))
+    """Closest spellings of `name` in `pool`, best first. A C++ name in the
+    pool (`geo::Shape::area`) is also close when its last component is
+    close to `name`'s (`aera`, `Shape::aera`)."""
+    pool = list(pool)
+    found = difflib.get_close_matches(name, pool, n=limit, cutoff=0.6)
+    leaves: dict[str, list[str]] = {}
+    for qualified in pool:
+        if "::" in qualified:
+            leaves.setdefault(qualified.rsplit("::", 1)[1], []).append(qualified)
+    wanted = name.rsplit("::", 1)[-1]
+    for leaf in difflib.get_close_matches(wanted, list(leaves), n=limit, cutoff=0.6):
+        found += [q for q in sorted(leaves[leaf]) if q not in found]
+    return tuple(found[:limit])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import struct
 from dataclasses import dataclass
 from enum import Enum
@@ -88,6 +89,12 @@ class SymbolTable:
         spelling = parse_spelling(name)
         return [s for s in self.by_name.get(spelling.name, ())
                 if s.kind is kind and _placed(s) and matches(spelling, s.version, s.hidden)]
+
+    @functools.cached_property
+    def mangled_names(self) -> tuple[str, ...]:
+        """Names in the Itanium C++ ABI's mangling (`_Z...`), clones
+        (`_Z...Ei.isra.0`) included; none in a C module."""
+        return tuple(name for name in self.by_name if name.startswith("_Z"))
 
     def names(self, kind: SymbolKind) -> list[str]:
         return sorted({s.name for syms in self.by_name.values() for s in syms

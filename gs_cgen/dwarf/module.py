@@ -14,6 +14,9 @@ import struct
 from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.callsites import calls_to
 from gs_cgen.dwarf.code import check_instruction_boundary
+from gs_cgen.cppnames import normalize
+from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_name,
+                                      inlined_cpp_instances)
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
@@ -175,13 +178,17 @@ class ModuleDebugInfo:
         return self._elf.section_of(vaddr)
 
     def function_names(self) -> list[str]:
+        """Names to offer as candidates: C names, versioned names, and C++
+        functions by their qualified names (never mangled)."""
         symbols = self._elf.symbols
         return _base_names(symbols.names(SymbolKind.FUNC)) + \
-            symbols.versioned_names(SymbolKind.FUNC)
+            symbols.versioned_names(SymbolKind.FUNC) + \
+            cpp_qualified_names(symbols, SymbolKind.FUNC)
 
     def global_names(self) -> list[str]:
         symbols = self._elf.symbols
-        return _base_names(symbols.names(SymbolKind.OBJECT) + symbols.names(SymbolKind.TLS))
+        return _base_names(symbols.names(SymbolKind.OBJECT) + symbols.names(SymbolKind.TLS)) + \
+            cpp_qualified_names(symbols, SymbolKind.OBJECT)
 
     def symbol_address(self, name: str) -> int | None:
         """The link-time address of data object `name` (`_r_debug` in
@@ -207,8 +214,11 @@ class ModuleDebugInfo:
             # An alias may name any subprogram; a clone (f.constprop.0) must be f's.
             if hit is not None and hit[1].ranges[0][0] == sym.address and \
                     (sym.name == bare or hit[1].name == name):
-                site = self._function_site(*hit)
+                site = self._function_site(*hit, display_name(sym.name))
                 found.setdefault(site.probe_address, site)
+        cpp = self._cpp_functions(name)
+        for site in cpp:
+            found.setdefault(site.probe_address, site)
         if not found and not self._elf.has_symtab:
             for cu, entry in self._scan_functions(name):
                 site = self._function_site(cu, entry)
@@ -221,6 +231,22 @@ class ModuleDebugInfo:
         if not found:
             self._raise_not_found(name)
         return sorted(found.values(), key=lambda site: site.probe_address)
+
+    def _cpp_functions(self, name: str) -> list[FunctionSite]:
+        """Every out-of-line copy of the C++ functions `name` names as
+        gdb's `break` does (dwarf/cppsymbols.py): `add` is `geo::add` and
+        `other::add`, every overload and template instance; each named as
+        gdb lists its location (`geo::add(int, int)`)."""
+        sites = []
+        for sym, cpp in cpp_symbols(self._elf.symbols, name, SymbolKind.FUNC):
+            if sym.ifunc:
+                continue
+            hit = self._dwarf.function_at(sym.address)
+            if hit is not None and hit[1].ranges[0][0] == sym.address:
+                sites.append(self._function_site(*hit, cpp.display()))
+            else:                 # no DWARF for it: attach, no variables
+                sites.append(self._symbol_site(sym.address, cpp.display()))
+        return sites
 
     def _raise_not_found(self, name: str):
         if self.ifunc_named(name) is not None:
@@ -287,7 +313,11 @@ class ModuleDebugInfo:
         """Inlined instances of `name`, in every CU: gdb sets a location on
         each. Raw searches find them (dwarf/sites.py inlined_instances), so
         no CU's DIE tree is walked, whatever the module's size."""
-        return [self._inline_site(die, name) for die in inlined_instances(self._dwarf, name)]
+        sites = [self._inline_site(die, name) for die in inlined_instances(self._dwarf, name)]
+        if not sites and self._elf.symbols.mangled_names:
+            sites = [dataclasses.replace(self._inline_site(die, name), name=display)
+                     for die, display in inlined_cpp_instances(self._dwarf, name)]
+        return sites
 
     def _inline_site(self, die, name: str) -> FunctionSite:
         """gdb 13's location for an inlined copy: the start of its first
@@ -321,7 +351,9 @@ class ModuleDebugInfo:
                 if entry.name == name:
                     yield self._dwarf.cu_at(off), entry
 
-    def _function_site(self, cu, entry: FunctionEntry) -> FunctionSite:
+    def _function_site(self, cu, entry: FunctionEntry, name: str | None = None) -> FunctionSite:
+        """`name`: how to show it, when not its DW_AT_name (a C++
+        function's demangled name)."""
         die = self._dwarf.die_at(entry.die_offset)
         low, high = entry.ranges[0]
         file_attr = inherited_attr(die, "DW_AT_decl_file")
@@ -333,7 +365,7 @@ class ModuleDebugInfo:
             where = self.describe_address(probe)
             decl_file, decl_line = where.file, where.line
         return FunctionSite(
-            name=entry.name or "", low_pc=low, high_pc=high, probe_address=probe,
+            name=name or entry.name or "", low_pc=low, high_pc=high, probe_address=probe,
             decl_file=decl_file, decl_line=decl_line,
             no_variables=self._assembly_reason(entry.name or f"0x{low:x}", cu),
             frame_die=entry.die_offset)
@@ -491,7 +523,28 @@ class ModuleDebugInfo:
                 die = self._variable_die_at(needle, name)
                 if die is not None:
                     return self._global(die, name, sym.address, thread_local=True)
-        return self._constant_global(name)
+        return self._cpp_global(name) or self._constant_global(name)
+
+    def _cpp_global(self, name: str) -> GlobalVariable | None:
+        """A C++ object by its qualified name (`geo::counter`,
+        `geo::Shape::instances`) or by its trailing components
+        (`counter`, `Shape::instances`), as GhostScope looks them up; one
+        that names several objects is an error listing them. Its `name`
+        is its symbol's (mangled) name: what linkage lookups use."""
+        hits = cpp_symbols(self._elf.symbols, name, SymbolKind.OBJECT)
+        exact = [(sym, cpp) for sym, cpp in hits if cpp.qualified == normalize(name)]
+        objects = {sym.address: (sym, cpp) for sym, cpp in exact or hits}
+        if len(objects) > 1:
+            names = sorted(cpp.qualified for _, cpp in objects.values())
+            raise DebugInfoError(f"'{name}' names {len(names)} C++ objects in '{self.path}'",
+                                 hints=("qualify the name",), candidates=tuple(names))
+        for sym, cpp in objects.values():
+            die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), cpp.leaf)
+            if die is not None:
+                glob = self._global(die, sym.name, sym.address)
+                slots = () if sym.local else self.import_slots(sym.name)
+                return dataclasses.replace(glob, got_slot=slots[0]) if slots else glob
+        return None
 
     def _constant_global(self, name: str) -> GlobalVariable | None:
         """A file-scope object GCC keeps only as DW_AT_const_value (a
@@ -563,7 +616,8 @@ class ModuleDebugInfo:
 
     def has_function_symbol(self, name: str) -> bool:
         """Cheap pre-check (symbol tables only) before find_functions."""
-        return bool(self._symbols_named(name, SymbolKind.FUNC))
+        return bool(self._symbols_named(name, SymbolKind.FUNC)) or \
+            bool(cpp_symbols(self._elf.symbols, name, SymbolKind.FUNC))
 
     def check_code_address(self, vaddr: int) -> str:
         """The function containing instruction `vaddr`; DebugInfoError when it
@@ -681,4 +735,6 @@ def parse_bare(name: str) -> str:
 
 
 def _base_names(names: list[str]) -> list[str]:
-    return sorted({n.split(".", 1)[0] for n in names if n and not n.startswith(".")})
+    # Mangled C++ names are offered by their demangled names instead.
+    return sorted({n.split(".", 1)[0] for n in names
+                   if n and not n.startswith((".", "_Z"))})

@@ -60,7 +60,7 @@ class TypeBuilder:
         if tag == "DW_TAG_pointer_type" or tag in ("DW_TAG_reference_type", "DW_TAG_rvalue_reference_type"):
             return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8))
         if tag == "DW_TAG_typedef":
-            return TypedefType(_name(die) or "<typedef>", self.type_of(die))
+            return TypedefType(_scoped_name(die) or "<typedef>", self.type_of(die))
         if tag in _QUALIFIERS:
             return QualifiedType(_QUALIFIERS[tag], self.type_of(die))
         if tag in _STRUCT_KINDS:
@@ -75,7 +75,7 @@ class TypeBuilder:
 
     def _struct(self, die) -> StructType:
         declaration = bool(_attr(die, "DW_AT_declaration", False))
-        return StructType(kind=_STRUCT_KINDS[die.tag], name=_name(die),
+        return StructType(kind=_STRUCT_KINDS[die.tag], name=_scoped_name(die),
                           size=_attr(die, "DW_AT_byte_size", 0),
                           members_loader=lambda: self._members(die),
                           is_declaration=declaration)
@@ -199,6 +199,27 @@ def _uleb(data: list[int]) -> int:
 def _name(die) -> str | None:
     attr = die.attributes.get("DW_AT_name")
     return attr.value.decode("utf-8", "replace") if attr is not None else None
+
+
+# DW_LANG_C_plus_plus, _03, _11, _14, _17, _20 (DWARF 5 section 7.12, DWARF 6 draft).
+_CPP_LANGUAGES = frozenset({0x0004, 0x0019, 0x001A, 0x0021, 0x002A, 0x002B})
+_SCOPE_TAGS = frozenset({"DW_TAG_namespace", "DW_TAG_class_type", "DW_TAG_structure_type",
+                         "DW_TAG_union_type"})
+
+
+def _scoped_name(die) -> str | None:
+    """A C++ class or typedef named as gdb names it, with the namespaces
+    and classes around its DIE (`geo::Shape`); a C type by DW_AT_name."""
+    name = _name(die)
+    language = die.cu.get_top_DIE().attributes.get("DW_AT_language")
+    if name is None or language is None or language.value not in _CPP_LANGUAGES:
+        return name
+    scopes = []
+    parent = die.get_parent()
+    while parent is not None and parent.tag in _SCOPE_TAGS:
+        scopes.append(_name(parent) or "(anonymous namespace)")
+        parent = parent.get_parent()
+    return "::".join([*reversed(scopes), name])
 
 
 def _attr(die, name: str, default):

@@ -203,6 +203,13 @@ def strip(ctype: CType) -> CType:
     return ctype
 
 
+def strip_qualifiers(ctype: CType) -> CType:
+    """See through qualifiers, not typedefs (a typedef keeps its name)."""
+    while isinstance(ctype, QualifiedType):
+        ctype = ctype.target
+    return ctype
+
+
 def type_size(ctype: CType) -> int:
     return strip(ctype).size
 
@@ -223,6 +230,9 @@ def type_name(ctype: CType) -> str:
         case VectorType(element=element, count=count):
             # gdb's spelling (ptype): the element count, not C's byte size.
             return f"{type_name(element)} __attribute__ ((vector_size({count})))"
+        case QualifiedType() if isinstance(strip_qualifiers(ctype.target), PointerType):
+            # The pointer itself is qualified: C writes that after the `*`.
+            return f"{type_name(ctype.target)} {ctype.qualifier}"
         case QualifiedType():
             return f"{ctype.qualifier} {type_name(ctype.target)}"
         case FunctionType():

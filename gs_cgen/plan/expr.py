@@ -10,7 +10,7 @@ from gs_cgen.dwarf.model import VariableLocation
 from gs_cgen.dwarf.types import (ArrayType, ComplexType, CType, FloatType, FunctionType,
                                  PointerType, StructType, VectorType, VoidType, strip, type_name,
                                  type_size)
-from gs_cgen.errors import PlanError, UnsupportedError, nearest
+from gs_cgen.errors import DebugInfoError, PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
 from gs_cgen.plan import ir
 from gs_cgen.plan.builtins import plan_builtin
@@ -98,7 +98,11 @@ class ExprPlanner:
         var = self.site_scope.visible.get(ident)
         if var is not None:
             return self.location_place(var.location, var.type)
-        found = self.modules.find_global(ident, self.module)
+        try:
+            found = self.modules.find_global(ident, self.module)
+        except DebugInfoError as exc:       # a C++ name of several objects
+            exc.span = exc.span or expr.span
+            raise
         if found is not None:
             owner, glob = found
             return self.location_place(glob.location, glob.type, owner)

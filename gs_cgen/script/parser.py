@@ -16,6 +16,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import (LarkError, UnexpectedCharacters, UnexpectedInput,
                              UnexpectedToken, VisitError)
 
+from gs_cgen.cppnames import is_function_pattern, looks_like_cpp
 from gs_cgen.errors import ScriptError, nearest
 from gs_cgen.script import ast
 from gs_cgen.script.format import decode_string, int_value, parse_format
@@ -238,8 +239,12 @@ class _ToAst(Transformer):
 def trace_pattern(text: str, span: SourceSpan) -> ast.TracePattern:
     """Classify the text after `trace`: function, FILE:LINE, 0xADDR or
     MODULE:0xADDR."""
+    if text.startswith("'"):
+        return _cpp_function_pattern(text[1:-1].strip(), span)
     if _FUNCTION.fullmatch(text):
         return ast.FunctionPattern(text)
+    if looks_like_cpp(text):
+        return _cpp_function_pattern(text, span)
     if address := _ADDRESS.fullmatch(text):
         return ast.AddressPattern(int(address.group(1), 16))
     where, colon, after = text.rpartition(":")
@@ -259,6 +264,15 @@ def trace_pattern(text: str, span: SourceSpan) -> ast.TracePattern:
         f"invalid trace pattern '{text}': expected a line number or 0xADDR "
         "after ':'", span,
         hints=("patterns are FUNCTION, FILE:LINE, 0xADDR or MODULE:0xADDR",))
+
+
+def _cpp_function_pattern(text: str, span: SourceSpan) -> ast.FunctionPattern:
+    if not is_function_pattern(text):
+        raise ScriptError(f"invalid C++ function name '{text}' in trace pattern", span,
+                          hints=("write NAME, ns::NAME, Class::method, NAME<int> or "
+                                 "'ns::NAME(int, double)' (in single quotes when it has "
+                                 "spaces or an operator)",))
+    return ast.FunctionPattern(text)
 
 
 def integer(text: str, span: SourceSpan) -> int:
@@ -331,9 +345,10 @@ _REGEX_TERMINALS = {
     "SPECIAL": "a special variable such as $pid", "$END": "end of input",
     "PATTERN": "a trace pattern (FUNCTION, FILE:LINE, 0xADDR or "
                "MODULE:0xADDR)",
+    "QUALIFIED_NAME": "a name",
 }
 _STATEMENT_STARTS = {"print", "let", "if", "bt", "backtrace"}
-_OPERAND_STARTS = {"NAME", "INT", "STRING", "SPECIAL", "true", "false",
+_OPERAND_STARTS = {"NAME", "QUALIFIED_NAME", "INT", "STRING", "SPECIAL", "true", "false",
                    "cast", "(", "-", "!", "~", "*", "&"}
 # Binary operators plus the postfix ones (`.`, `[`, call `(`).
 _OPERATORS = {"||", "&&", "|", "^", "&", "==", "!=", "<", "<=", ">", ">=",
