@@ -179,6 +179,20 @@ def _held_libraries(process) -> tuple[str, ...]:
     return closure.libraries
 
 
+def _target_libraries(target_path: str) -> tuple[str, ...]:
+    """With -t alone no process says what else is mapped; every process
+    running the file maps its library closure, as ld.so finds it from here
+    (so globals of those libraries resolve, as with -p). A file whose
+    closure cannot be worked out contributes nothing."""
+    from gs_cgen.errors import DebugInfoError  # noqa: PLC0415
+    from gs_cgen.runtime import libraries  # noqa: PLC0415
+    try:
+        env = libraries.loader_environment(dict(os.environ), os.getcwd())
+        return libraries.library_closure(target_path, env).libraries
+    except (DebugInfoError, OSError):
+        return ()
+
+
 def _module_set(process, target_path, launched=None):
     """-t names the module (functions and lines resolve there only); else
     they resolve in the executable, then in the libraries it maps (or, held,
@@ -189,7 +203,10 @@ def _module_set(process, target_path, launched=None):
     from gs_cgen.runtime.ifunc import GotReader  # noqa: PLC0415
     reader = GotReader(process)        # which implementation a GNU IFUNC runs
     files = proc.module_files(process) if process else []
-    closure = _held_libraries(process) if launched else ()
+    if launched:
+        closure = _held_libraries(process)
+    else:
+        closure = _target_libraries(target_path) if process is None else ()
     default = proc.target_file(target_path, process) if target_path else files[0]
     return ModuleSet.over(default, files, closure, restrict_to_default=bool(target_path),
                           ifunc_reader=reader)

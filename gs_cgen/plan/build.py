@@ -250,10 +250,23 @@ class _ProbeBuilder:
             length, _ = self.exprs.integer(name)
         arg = next(args)
         place = self.exprs.place(arg)
-        address = self.exprs.string_address(place, arg)
+        address = self._dump_address(place, arg)
         cap = self.options.mem_dump_cap
         return self._add_slot(DumpCapture(address, length, cap, getattr(place, "ctype", None)), cap,
                               arg.span.slice(self.text), arg.span)
+
+    def _dump_address(self, place: ir.Place, arg: ast.Expr) -> ir.Scalar:
+        """Where a dump starts: a pointer's target, an array's first element,
+        else the object's own storage (GhostScope: `{:x.4}` of an int in
+        memory shows its bytes); a value with no storage cannot be dumped."""
+        ctype = strip(place.ctype) if getattr(place, "ctype", None) is not None else None
+        if isinstance(ctype, (PointerType, ArrayType)) or isinstance(place, ir.UnavailablePlace):
+            return self.exprs.string_address(place, arg)
+        if isinstance(place, ir.MemoryPlace):
+            return place.address
+        raise PlanError(f"'{arg.span.slice(self.text)}' has no address to dump from here "
+                        "(a register or computed value); '{:x}' prints its value, and "
+                        "cast(ADDRESS, \"T *\") names memory to dump", arg.span)
 
     def _add_slot(self, capture: Capture, size: int, text: str, span) -> int:
         self.slots.append(_SlotSpec(capture, size, text, span))

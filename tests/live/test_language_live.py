@@ -344,6 +344,16 @@ def test_memory_dumps(target):
         "DE AD BE EF DE AD BE DE AD"]
 
 
+def test_dumps_of_objects_read_their_storage(target):
+    """A dump of a non-pointer object in memory shows its own bytes (GhostScope's
+    rule for addressable scalars). gdb: x/8xb &g_point -> 03 00 00 00 04 00 00 00,
+    x/4xb &g_magic -> 41 42 43 00, x/4xb &a in compute -> 64 00 00 00."""
+    script = ('trace compute { print "{:x.8}|{:x.4}|{:s.4}|{:x.4}|{:X.2}", '
+              'g_point, g_magic, g_magic, a, g_point.y; }')
+    assert trace_lines(target.pid, script) == [
+        "03 00 00 00 04 00 00 00|41 42 43 00|ABC|64 00 00 00|04 00"]
+
+
 def test_failed_dump_prints_missing_arg(target):
     script = 'trace more { print "{:x.4}|{:s.4}|{}", bad, nullp, f; }'
     assert trace_lines(target.pid, script) == ["<MISSING_ARG>|<MISSING_ARG>|3.5"]

@@ -136,6 +136,17 @@ def test_target_executable_resolves_in_the_executable(shlib, start_target):
     assert len(lines) == 5 and set(lines) == {"2 5 1 4321", "sum 8 88 5150"}
 
 
+def test_target_executable_alone_reads_its_libraries_globals(shlib, start_target):
+    """-t APP without -p: every process running APP maps its library closure,
+    so the libraries' globals resolve there as they do with -p (GhostScope's
+    globals scripts trace the executable and print a library's globals)."""
+    lib, app = shlib
+    start_target(app)
+    line = marker_line(APP_SOURCE, "app_sum")
+    script = f'trace app.c:{line} {{ print "{{}} {{}} {{}}", sum, lib_bss, lib_rodata; }}'
+    assert run_lines("-t", str(app), "-s", script, events=2) == ["8 5150 4321"] * 2
+
+
 def test_global_found_in_several_other_modules_is_an_error(shlib, lib_copy, start_target):
     lib, app = shlib
     target = start_target(app, str(lib_copy))

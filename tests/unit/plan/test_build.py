@@ -1,6 +1,8 @@
 """Planning on a fake module: sources, slot layout, render recipe, errors."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gs_cgen.abi import abi
@@ -148,3 +150,19 @@ def test_assembly_site_names_why_a_variable_is_missing():
         "assembly (strlen-avx2.S): DWARF describes no parameters or locals")
     assert err.value.hints == ("special variables such as $pid and $tid, and globals, can be "
                                "read there",)
+
+
+def test_dump_of_an_object_in_memory_reads_its_storage():
+    """GhostScope's rule: `{:x.4}` of an int in memory shows its own bytes."""
+    probe = plan('trace handle { print "{:x.4} {:x.2}", fd, g_count; }').probes[0]
+    frame_slot = ir.BinaryOp("+", ir.RegisterValue("bp"), ir.Const(-20), False)
+    cookie = module_cookie("/opt/app/bin/server", server_module().build_id)
+    assert [slot.capture.address for slot in probe.slots] == [
+        frame_slot, ir.ModuleAddress(cookie, "data", 0x4010)]
+
+
+def test_dump_of_a_value_without_storage_is_refused():
+    for text, name in (('print "{:x.4}", size;', "size"), ('print "{:x.4}", 10;', "10"),
+                       ('print "{:x.4}", fd + 1;', "fd + 1")):
+        with pytest.raises(PlanError, match=f"'{re.escape(name)}' has no address to dump"):
+            plan(f"trace handle {{ {text} }}")
