@@ -24,14 +24,10 @@ def plan_builtin(planner, call: ast.Call) -> ir.Scalar:
 
 def _length(planner, expr: ast.Expr) -> int | ir.Scalar:
     """A builtin's length: an int when the script fixes it (a literal, a
-    constant expression), else the run-time integer to compute. A negative
-    constant is an error here; a negative run-time length counts as 0."""
+    `let` of one), else the integer the probe computes; a negative one
+    counts as 0 there (GhostScope's clamp)."""
     value, _ = planner.integer(expr)
-    if isinstance(value, ir.Const):
-        if value.value < 0:
-            raise PlanError(f"a length cannot be negative ({value.value})", expr.span)
-        return value.value
-    return value
+    return value.value if isinstance(value, ir.Const) and value.value >= 0 else value
 
 
 def _computed(length: int | ir.Scalar | None) -> bool:

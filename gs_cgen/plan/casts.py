@@ -58,7 +58,7 @@ def cast_type(planner, cast: ast.Cast) -> CType:
         base = _abi_type(spec)
     if base is None:
         raise _unknown(planner, spec, cast)
-    for qualifier in spec.qualifiers:
+    for qualifier in reversed(spec.qualifiers):     # renders as written: `const volatile T`
         base = QualifiedType(qualifier, base)
     for step in spec.derivations:
         base = _derive(base, step)
@@ -69,7 +69,7 @@ def _derive(ctype: CType, step: ast.PointerTo | ast.ArrayOf) -> CType:
     if isinstance(step, ast.ArrayOf):
         return ArrayType(ctype, step.count)
     derived: CType = PointerType(lambda target=ctype: target)
-    for qualifier in step.qualifiers:
+    for qualifier in reversed(step.qualifiers):
         derived = QualifiedType(qualifier, derived)
     return derived
 
