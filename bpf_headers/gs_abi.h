@@ -20,6 +20,8 @@ enum gs_value_status {
     GS_STATUS_UNAVAILABLE = 9,
     GS_STATUS_TLS_UNAVAILABLE = 10,     /* no proc_module_tls entry (yet) */
     GS_STATUS_TLS_NOT_ALLOCATED = 11,   /* the thread has no such TLS block (yet) */
+    GS_STATUS_LENGTH_OVER_LIMIT = 12,   /* a builtin's run-time length beyond the bytes it
+                                           can compare; address field: limit << 32 | length */
 };
 
 /* Event kinds (gs_event_hdr.kind). */

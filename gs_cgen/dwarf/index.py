@@ -18,7 +18,8 @@ from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_TAG
 from elftools.dwarf.ranges import BaseAddressEntry
 
 from gs_cgen.dwarf.cache import IndexCache
-from gs_cgen.dwarf.raw import UnsupportedHeader, read_abbreviations, read_cu_line_info, read_file_tables
+from gs_cgen.dwarf.raw import (UnsupportedHeader, read_abbreviations, read_cu_line_info,
+                              read_file_tables, read_top_level_names)
 from gs_cgen.dwarf.raw import attribute_at as raw_attribute_at
 
 _ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
@@ -116,6 +117,7 @@ class DwarfIndex:
         self._files_by_path: dict[str, list[int]] | None = None
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
         self._section_bytes: dict[int, bytes] = {}
+        self._type_names: dict[str, tuple] | None = None
 
     # ----------------------------------------------------------------- CUs
 
@@ -375,6 +377,48 @@ class DwarfIndex:
     def die_at(self, offset: int):
         return self.cu_containing(offset).get_DIE_from_refaddr(offset)
 
+    # --------------------------------------------------------- type names
+
+    def type_names(self) -> dict[str, tuple[int, ...]]:
+        """Every type a CU declares at file scope (base types, typedefs,
+        struct/union/enum/class tags): name -> flat (DW_TAG code, DIE
+        offset, is_declaration, ...) triples in .debug_info order (see
+        type_entries). Built once per build-id from the raw bytes (one pass
+        over the CUs' top-level DIEs, subtrees skipped), then read from the
+        cache: 0.04 s for libpython3.11 instead of 0.8 s."""
+        if self._type_names is None:
+            found = self.cached("type-names", _type_names_from_plain)
+            if found is None:
+                lists: dict[str, list[int]] = {}
+                for off in self.cu_offsets():
+                    for tag, name, die_offset, declaration in self._top_level_types(off):
+                        lists.setdefault(name, []).extend((tag, die_offset, int(declaration)))
+                found = {name: tuple(entries) for name, entries in lists.items()}
+                self.store("type-names", found)
+            self._type_names = found
+        return self._type_names
+
+    def type_entries(self, name: str) -> list[tuple[str, int, bool]]:
+        """(DW_TAG name, DIE offset, is_declaration) of the file-scope
+        types named `name`, in .debug_info order."""
+        flat = self.type_names().get(name, ())
+        return [(ENUM_DW_TAG_NAMES.get(flat[i], ""), flat[i + 1], bool(flat[i + 2]))
+                for i in range(0, len(flat) - 2, 3)]
+
+    def _top_level_types(self, cu_offset: int):
+        info = self.dwarfinfo
+        try:
+            found = read_top_level_names(
+                self.info_bytes(), self.section_data(info.debug_abbrev_sec), cu_offset,
+                self.section_data(info.debug_str_sec), self.section_data(info.debug_line_str_sec),
+                _TYPE_TAG_CODES)
+            return [(tag, _text(name), off, decl) for tag, name, off, decl in found]
+        except (UnsupportedHeader, IndexError, ValueError, struct.error):
+            top = self.cu_at(cu_offset).get_top_DIE()       # forms the raw reader lacks
+            return [(ENUM_DW_TAG[die.tag], die_name(die), die.offset,
+                     "DW_AT_declaration" in die.attributes)
+                    for die in top.iter_children() if die.tag in TYPE_TAGS and die_name(die)]
+
     # --------------------------------------------------------------- cache
 
     def cached(self, name: str, convert):
@@ -476,6 +520,19 @@ class DwarfIndex:
         return [die for die in found.values()
                 if any(_text(die.attributes[a].value) == name
                        for a in _NAME_ATTRIBUTES if a in die.attributes)]
+
+
+TYPE_TAGS = ("DW_TAG_base_type", "DW_TAG_typedef", "DW_TAG_structure_type",
+             "DW_TAG_union_type", "DW_TAG_enumeration_type", "DW_TAG_class_type")
+_TYPE_TAG_CODES = frozenset(ENUM_DW_TAG[t] for t in TYPE_TAGS)
+ENUM_DW_TAG_NAMES = {code: name for name, code in ENUM_DW_TAG.items()}
+
+
+def _type_names_from_plain(plain) -> dict[str, tuple[int, ...]]:
+    if not isinstance(plain, dict) or not all(isinstance(v, tuple) and len(v) % 3 == 0
+                                               for v in plain.values()):
+        raise TypeError("type names")
+    return plain
 
 
 # Bytes a DIE's abbreviation code and first attributes take before the one

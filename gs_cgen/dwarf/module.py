@@ -37,24 +37,31 @@ from gs_cgen.dwarf.typebuild import TypeBuilder
 from gs_cgen.dwarf.types import CType, PointerType, type_size
 from gs_cgen.errors import DebugInfoError, nearest
 
-_TYPE_TAGS = {
-    "struct": ("DW_TAG_structure_type",),
+_TAG_KEYWORDS = {
+    "struct": ("DW_TAG_structure_type", "DW_TAG_class_type"),
     "union": ("DW_TAG_union_type",),
     "enum": ("DW_TAG_enumeration_type",),
     "class": ("DW_TAG_class_type", "DW_TAG_structure_type"),
-    "": ("DW_TAG_typedef", "DW_TAG_base_type"),
 }
+# A name without a keyword: ordinary identifiers first, then tags.
+_BARE_NAME_TAGS = (("DW_TAG_typedef",), ("DW_TAG_base_type",),
+                   ("DW_TAG_structure_type", "DW_TAG_class_type"), ("DW_TAG_union_type",),
+                   ("DW_TAG_enumeration_type",))
 _SEARCH_LIMIT = 64
-# C spellings -> the DW_AT_name gcc gives the base type.
-_GCC_BASE_NAMES = {
-    "unsigned": "unsigned int", "signed": "int", "signed int": "int",
-    "short": "short int", "unsigned short": "short unsigned int",
-    "long": "long int", "unsigned long": "long unsigned int",
-    "long long": "long long int", "unsigned long long": "long long unsigned int",
-    "bool": "_Bool",
-    "unsigned __int128": "__int128 unsigned", "signed __int128": "__int128",
-    "_Complex float": "complex float", "_Complex double": "complex double",
-    "_Complex long double": "complex long double",
+# Canonical C base spellings (script/typename.py) -> the DW_AT_name GCC
+# gives the base type, then clang's.
+_BASE_SPELLINGS = {
+    "short": ("short int", "short"), "unsigned short": ("short unsigned int", "unsigned short"),
+    "int": ("int",), "unsigned int": ("unsigned int",),
+    "long": ("long int", "long"), "unsigned long": ("long unsigned int", "unsigned long"),
+    "long long": ("long long int", "long long"),
+    "unsigned long long": ("long long unsigned int", "unsigned long long"),
+    "_Bool": ("_Bool", "bool"),
+    "__int128": ("__int128",), "unsigned __int128": ("__int128 unsigned", "unsigned __int128"),
+    "_Complex float": ("complex float",), "_Complex double": ("complex double",),
+    "_Complex long double": ("complex long double",),
+    "char": ("char",), "signed char": ("signed char",), "unsigned char": ("unsigned char",),
+    "float": ("float",), "double": ("double",), "long double": ("long double",),
 }
 
 
@@ -603,13 +610,11 @@ class ModuleDebugInfo:
         that has them all (glibc's ld.so has two `struct link_map`: the
         public one of <link.h> and its own, longer one); None if none has."""
         self.require_debug_info()
-        for offset in self._type_candidate_cus(name):
-            for die in self._dwarf.cu_at(offset).iter_DIEs():
-                if die.tag == "DW_TAG_structure_type" and die_name(die) == name and \
-                        "DW_AT_declaration" not in die.attributes:
-                    found = _member_offsets(die, members)
-                    if found is not None:
-                        return found
+        for tag, offset, declaration in self._dwarf.type_entries(name):
+            if tag == "DW_TAG_structure_type" and not declaration:
+                found = _member_offsets(self._dwarf.die_at(offset), members)
+                if found is not None:
+                    return found
         return None
 
     # -------------------------------------------------------------- types
@@ -658,54 +663,61 @@ class ModuleDebugInfo:
         return CodeLocation(function, table.files.get(best.file), best.line)
 
     def find_type(self, name: str) -> CType | None:
-        """A named type: `int`, `struct point`, `point_t`, `struct point *`."""
+        """A named type, for tools: `int`, `struct point`, `point_t`,
+        `struct point *` (casts parse their type names in script/typename.py
+        and use find_named_type)."""
         self.require_debug_info()
-        base = name.rstrip(" *").strip()
+        base = " ".join(name.rstrip(" *").split())
         keyword, _, rest = base.partition(" ")
-        if keyword in _TYPE_TAGS and rest:
-            tags, bare = _TYPE_TAGS[keyword], rest.strip()
+        if keyword in _TAG_KEYWORDS and rest:
+            ctype = self.find_named_type(keyword, rest, False)
         else:
-            tags, bare = _TYPE_TAGS[""], _GCC_BASE_NAMES.get(" ".join(base.split()), base)
-        die = self._find_type_die(bare, tags)
-        if die is None:
-            return None
-        ctype = self._types.build(die)
-        for _ in range(name.count("*")):
+            ctype = self.find_named_type(None, base, base in _BASE_SPELLINGS)
+        for _ in range(name.count("*") if ctype is not None else 0):
             ctype = PointerType(lambda target=ctype: target)
         return ctype
 
-    def _find_type_die(self, bare: str, tags: tuple[str, ...]):
-        declaration = None
-        for off in self._type_candidate_cus(bare):
-            for die in self._dwarf.cu_at(off).get_top_DIE().iter_children():
-                if die.tag in tags and die_name(die) == bare:
-                    if "DW_AT_declaration" not in die.attributes:
-                        return die
-                    declaration = declaration or die
-        return declaration
+    def find_named_type(self, keyword: str | None, name: str, is_base: bool,
+                        near_pc: int | None = None) -> CType | None:
+        """The file-scope type `keyword name` (`struct` / `union` / `enum` /
+        `class`), or with no keyword a typedef, base type or tag named
+        `name` (in that order, as C's ordinary identifiers come before
+        tags); `is_base`: `name` is a canonical C base spelling ("unsigned
+        long"), matched against the names compilers give it. A definition
+        in the compile unit holding `near_pc` comes first (as gdb looks in
+        the current unit first), then the first one in the module, then a
+        declaration. None when the module names no such type."""
+        self.require_debug_info()
+        if is_base:
+            names, tag_groups = _BASE_SPELLINGS.get(name, (name,)), (("DW_TAG_base_type",),)
+        elif keyword is not None:
+            names, tag_groups = (name,), (_TAG_KEYWORDS[keyword],)
+        else:
+            names, tag_groups = (name,), _BARE_NAME_TAGS
+        entries = [e for n in names for e in self._dwarf.type_entries(n)]
+        for tags in tag_groups:
+            chosen = self._choose_type_entry([e for e in entries if e[0] in tags], near_pc)
+            if chosen is not None:
+                return self._types.build(self._dwarf.die_at(chosen))
+        return None
 
-    def _type_candidate_cus(self, bare: str):
-        """CUs that may name `bare`: those whose bytes hold a .debug_str
-        offset of the name or the name inline. Falls back to every CU when
-        a search hits its limit."""
-        index = self._dwarf
-        encoded = bare.encode() + b"\0"
-        hits = index.find_bytes(encoded, _SEARCH_LIMIT)
-        data = index.section_data(index.dwarfinfo.debug_str_sec)
-        pos, str_offsets = data.find(encoded), []
-        while pos >= 0 and len(str_offsets) < 16:
-            str_offsets.append(pos)
-            pos = data.find(encoded, pos + 1)
-        for off in str_offsets:
-            hits += index.find_bytes(struct.pack("<I", off), _SEARCH_LIMIT)
-        seen = []
-        for hit in sorted(hits):
-            cu = index.cu_containing(hit).cu_offset
-            if cu not in seen:
-                seen.append(cu)
-        saturated = len(hits) >= _SEARCH_LIMIT or len(str_offsets) >= 16
-        rest = [off for off in index.cu_offsets() if off not in seen] if saturated else []
-        return seen + rest
+    def _choose_type_entry(self, entries, near_pc: int | None) -> int | None:
+        definitions = [off for _, off, declaration in entries if not declaration]
+        if near_pc is not None and definitions:
+            cu = self._dwarf.cu_for_address(near_pc)
+            if cu is not None:
+                start, end = self._dwarf.cu_range(cu.cu_offset)
+                local = [off for off in definitions if start <= off < end]
+                if local:
+                    return local[0]
+        if definitions:
+            return definitions[0]
+        return entries[0][1] if entries else None
+
+    def type_names(self) -> list[str]:
+        """Names of the file-scope types, for an unknown name's candidates."""
+        self.require_debug_info()
+        return list(self._dwarf.type_names())
 
 
 # What GNU as records for a .S file (DWARF 5 section 7.12 leaves assembly

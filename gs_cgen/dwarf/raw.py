@@ -162,13 +162,13 @@ def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: byt
     return stmt_list, comp_dir
 
 
-def read_abbreviations(abbrev: bytes, offset: int) -> dict[int, tuple[int, tuple]]:
-    """code -> (tag, ((attribute, form), ...)) for the abbreviation table at
-    `offset` of .debug_abbrev (DWARF 5 section 7.5.3)."""
+def read_abbreviations(abbrev: bytes, offset: int) -> dict[int, tuple[int, tuple, bool]]:
+    """code -> (tag, ((attribute, form), ...), has_children) for the
+    abbreviation table at `offset` of .debug_abbrev (DWARF 5 section 7.5.3)."""
     r, table = ByteReader(abbrev, offset), {}
     while (code := r.uleb()) != 0:
         tag = r.uleb()
-        r.pos += 1                                 # has_children
+        has_children = bool(r.u(1))
         specs = []
         while True:
             attr, form = r.uleb(), r.uleb()
@@ -177,7 +177,7 @@ def read_abbreviations(abbrev: bytes, offset: int) -> dict[int, tuple[int, tuple
             if form == _FORM_IMPLICIT_CONST:
                 r.uleb()                           # value lives in the abbreviation
             specs.append((attr, form))
-        table[code] = (tag, tuple(specs))
+        table[code] = (tag, tuple(specs), has_children)
     return table
 
 
@@ -192,7 +192,7 @@ def attribute_at(info: bytes, start: int, pos: int, abbreviations: dict, offset_
         entry = abbreviations.get(r.uleb())
         if entry is None:
             return None
-        tag, specs = entry
+        tag, specs, _ = entry
         for attr, form in specs:
             if r.pos == pos and form not in (_FORM_FLAG_PRESENT, _FORM_IMPLICIT_CONST):
                 return tag, attr, specs
@@ -234,3 +234,95 @@ def _skip_or_read(r: ByteReader, form: int, offset_size: int, address_size: int,
         r.pos += size
         return None
     raise UnsupportedHeader(f"DIE form 0x{form:x}")
+
+
+# ------------------------------------------------- a CU's top-level names
+
+_DW_AT_SIBLING, _DW_AT_NAME, _DW_AT_DECLARATION = 0x01, 0x03, 0x3C
+_CU_RELATIVE_REFS = (0x11, 0x12, 0x13, 0x14, 0x15)                 # ref1/2/4/8, ref_udata
+_FORM_REF_ADDR = 0x10
+
+
+def read_top_level_names(info: bytes, abbrev: bytes, cu_offset: int, debug_str: bytes,
+                         line_str: bytes, tags: frozenset[int]) -> list[tuple[int, bytes, int, bool]]:
+    """(tag, DW_AT_name, DIE offset, has DW_AT_declaration) of the direct
+    children of the CU at `cu_offset` whose tag is in `tags` and that have
+    a name. Subtrees are skipped through DW_AT_sibling (GCC gives every
+    top-level DIE with children one), else decoded DIE by DIE."""
+    r = ByteReader(info, cu_offset)
+    offset_size, end = 4, cu_offset + 4 + struct.unpack_from("<I", info, cu_offset)[0]
+    if r.u(4) == 0xFFFFFFFF:
+        end = cu_offset + 12 + struct.unpack_from("<Q", info, cu_offset + 4)[0]
+        r.pos += 8
+        offset_size = 8
+    version = r.u(2)
+    if version >= 5:
+        if r.u(1) not in (_DW_UT_COMPILE, _DW_UT_PARTIAL):
+            return []                               # type and skeleton units: no C types here
+        address_size, abbrev_offset = r.u(1), r.u(offset_size)
+    else:
+        abbrev_offset, address_size = r.u(offset_size), r.u(1)
+    table = read_abbreviations(abbrev, abbrev_offset)
+    walker = _DieWalker(r, table, cu_offset, offset_size, address_size,
+                        {_FORM_LINE_STRP: line_str, _FORM_STRP: debug_str})
+    top = walker.next_die()
+    if top is None or not top[3]:
+        return []
+    found = []
+    while r.pos < end and (die := walker.next_die()) is not None:
+        offset, tag, attrs, has_children = die
+        name = attrs.get(_DW_AT_NAME)
+        if tag in tags and name is not None:
+            if not isinstance(name, bytes):
+                raise UnsupportedHeader("DW_AT_name through a string index")
+            found.append((tag, name, offset, attrs.get(_DW_AT_DECLARATION, 0) != 0))
+        if has_children:
+            walker.skip_children(attrs.get(_DW_AT_SIBLING))
+    return found
+
+
+class _DieWalker:
+    """Decodes DIEs in order; keeps the attributes the name index needs."""
+
+    _KEPT = (_DW_AT_SIBLING, _DW_AT_NAME, _DW_AT_DECLARATION)
+
+    def __init__(self, r: ByteReader, table: dict, cu_offset: int, offset_size: int,
+                 address_size: int, strings: dict) -> None:
+        self.r, self.table, self.cu_offset = r, table, cu_offset
+        self.offset_size, self.address_size, self.strings = offset_size, address_size, strings
+
+    def next_die(self):
+        """(offset, tag, kept attributes, has_children); None at a null entry."""
+        offset = self.r.pos
+        code = self.r.uleb()
+        if code == 0:
+            return None
+        entry = self.table.get(code)
+        if entry is None:
+            raise UnsupportedHeader(f"abbreviation {code} not found")
+        tag, specs, has_children = entry
+        attrs = {}
+        for attr, form in specs:
+            value = _skip_or_read(self.r, form, self.offset_size, self.address_size,
+                                  self.strings)
+            if attr in self._KEPT:
+                if attr == _DW_AT_SIBLING:
+                    value = value if form == _FORM_REF_ADDR else \
+                        (self.cu_offset + value if form in _CU_RELATIVE_REFS else None)
+                attrs[attr] = value
+        return offset, tag, attrs, has_children
+
+    def skip_children(self, sibling: int | None) -> None:
+        if sibling is not None and sibling > self.r.pos:
+            self.r.pos = sibling
+            return
+        depth = 1
+        while depth:
+            die = self.next_die()
+            if die is None:
+                depth -= 1
+            elif die[3]:
+                if die[2].get(_DW_AT_SIBLING, 0) > self.r.pos:
+                    self.r.pos = die[2][_DW_AT_SIBLING]
+                else:
+                    depth += 1

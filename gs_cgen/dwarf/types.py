@@ -255,3 +255,44 @@ def _array_name(ctype: ArrayType) -> str:
         dims += f"[{'' if ctype.count is None else ctype.count}]"
         ctype = ctype.element
     return f"{type_name(ctype)}{dims}"
+
+
+def same_definition(a: CType, b: CType, depth: int = 4) -> bool:
+    """Whether two types (of one name, from two modules) lay out alike:
+    the same kind, name and size, members with the same names, offsets,
+    bit fields and types `depth` levels down; pointers by their target's
+    name, so that a recursive struct compares in finite time."""
+    if type(a) is not type(b):
+        return False
+    match a:
+        case PointerType():
+            return type_name(a) == type_name(b)
+        case StructType():
+            if (a.kind, a.name, a.size, a.is_declaration) != (b.kind, b.name, b.size,
+                                                               b.is_declaration):
+                return False
+            return depth == 0 or _same_members(a.members, b.members, depth - 1)
+        case TypedefType() | QualifiedType():
+            return type_name(a) == type_name(b) and same_definition(a.target, b.target, depth)
+        case ArrayType() | VectorType():
+            return a.count == b.count and same_definition(a.element, b.element, depth)
+    return a == b
+
+
+def _same_members(a: tuple[StructMember, ...], b: tuple[StructMember, ...], depth: int) -> bool:
+    return len(a) == len(b) and all(
+        (x.name, x.offset, x.bit_size, x.bit_offset) == (y.name, y.offset, y.bit_size,
+                                                          y.bit_offset)
+        and same_definition(x.type, y.type, depth) for x, y in zip(a, b))
+
+
+def describe_definition(ctype: CType) -> str:
+    """A one-line summary of a definition, to tell two apart in a message:
+    `struct FallbackDuplicate { int lib_a_marker; int lib_a_value; }, 8 bytes`."""
+    base = strip(ctype)
+    if isinstance(base, StructType) and not base.is_declaration:
+        members = " ".join(f"{type_name(m.type)} {m.name or ''};".replace(" ;", ";")
+                           for m in base.members[:6])
+        more = " ..." if len(base.members) > 6 else ""
+        return f"{type_name(ctype)} {{ {members}{more} }}, {base.size} bytes"
+    return f"{type_name(ctype)}, {type_size(ctype)} bytes"

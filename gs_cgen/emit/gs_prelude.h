@@ -246,8 +246,29 @@ static __always_inline __u64 gs_smod(__u64 a, __u64 b)
     return a - gs_sdiv(a, b) * b;
 }
 
-/* memcmp of two target buffers over n <= GS_COMPARE_CAP bytes: 1 equal,
- * 0 different, -1 read failure (status/address set). */
+/* The byte count of a comparison whose length the script computes
+ * (memcmp, strncmp): negative is 0, as GhostScope clamps it; above `clamp`
+ * (>= 0: strncmp's literal length) it is `clamp`; above `limit`, the bytes
+ * the probe can compare, it fails (-1, status LENGTH_OVER_LIMIT, address
+ * field limit << 32 | length): "equal" is never said of bytes not compared. */
+static __always_inline long gs_compare_length(__s64 n, __s64 clamp, __u32 limit,
+                                              __u8 *status, __u64 *failed_at)
+{
+    if (n < 0)
+        n = 0;
+    if (clamp >= 0 && n > clamp)
+        n = clamp;
+    if (n > limit) {
+        *status = GS_STATUS_LENGTH_OVER_LIMIT;
+        *failed_at = ((__u64)limit << 32) | (n > 0xffffffffLL ? 0xffffffffULL : (__u64)n);
+        return -1;
+    }
+    return n;
+}
+
+/* memcmp of two target buffers over n <= GS_COMPARE_CAP bytes (checked
+ * by gs_compare_length): 1 equal, 0 different, -1 read failure
+ * (status/address set). */
 static __always_inline long gs_memory_equal(__u8 *work, __u64 a, __u64 b, __s64 n,
                                             __u8 *status, __u64 *failed_at)
 {
@@ -265,11 +286,10 @@ static __always_inline long gs_memory_equal(__u8 *work, __u64 a, __u64 b, __s64 
         return -1;
     }
     __u8 diff = 0;
-    for (int i = 0; i < GS_COMPARE_CAP; i++) {
-        if (i >= len)
-            break;
-        diff |= work[i] ^ work[GS_COMPARE_CAP + i];
-    }
+    /* Every index is a constant the verifier sees in bounds, whatever it
+     * knows of len (clang may otherwise count the loop down from len). */
+    for (int i = 0; i < GS_COMPARE_CAP; i++)
+        diff |= i < len ? work[i] ^ work[GS_COMPARE_CAP + i] : 0;
     return diff == 0;
 }
 

@@ -166,7 +166,9 @@ def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
     result = w.fresh("eq")
     w.line(f"__u64 {result} = 0;")
     with w.block():
-        if node.mode == "cstring":
+        if node.length is not None:
+            _compared_length(w, node, address, fail)
+        elif node.mode == "cstring":
             # One byte past the NUL: a longer string then reads as a longer n.
             w.line(f"long n = gs_read_user_str(work, {len(expected) + 1}, {address});")
             w.line(f"if (n < 0) {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
@@ -175,10 +177,24 @@ def _bytes_equal(w: CWriter, node: ir.BytesEqual, fail: str) -> str:
             w.line(f"    {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
         w.line("__u8 diff = 0;")
         for i, byte in enumerate(expected):
-            w.line(f"diff |= work[{i}] ^ {byte};")
+            w.line(f"diff |= work[{i}] ^ {byte};" if node.length is None else
+                   f"diff |= len > {i} ? work[{i}] ^ {byte} : 0;")
         condition = f"n == {len(expected)} && diff == 0" if node.mode == "cstring" else "diff == 0"
         w.line(f"{result} = ({condition});")
     return result
+
+
+def _compared_length(w: CWriter, node: ir.BytesEqual, address: str, fail: str) -> None:
+    """A run-time length, as a dump's ({:x.name$}: emit_scalar, range
+    checked in the prelude): `len` bytes, 0..len(expected), are read."""
+    limit = len(node.expected)
+    clamp = -1 if node.clamp is None else node.clamp
+    w.line(f"long n = gs_compare_length((__s64){emit_scalar(w, node.length, fail)}, {clamp}, "
+           f"{limit}, &gs_st, &gs_fa);")
+    w.line(f"if (n < 0) goto {fail};")
+    w.line(f"__u32 len = n > {limit} ? {limit} : (__u32)n;")
+    w.line(f"if (len && gs_read_user_helper(work, len, (const void *){address}))")
+    w.line(f"    {{ gs_st = GS_STATUS_READ_ERROR; gs_fa = {address}; goto {fail}; }}")
 
 
 def _memory_equal(w: CWriter, node: ir.MemoryEqual, fail: str) -> str:
@@ -187,9 +203,9 @@ def _memory_equal(w: CWriter, node: ir.MemoryEqual, fail: str) -> str:
     length = w.fresh("n")
     w.line(f"__u64 {left} = {emit_scalar(w, node.left, fail)};")
     w.line(f"__u64 {right} = {emit_scalar(w, node.right, fail)};")
-    w.line(f"__s64 {length} = (__s64){emit_scalar(w, node.length, fail)};")
-    w.line(f"if ({length} < 0) {length} = 0;")
-    w.line(f"if ({length} > {node.cap}) {length} = {node.cap};")
+    w.line(f"long {length} = gs_compare_length((__s64){emit_scalar(w, node.length, fail)}, -1, "
+           f"{node.cap}, &gs_st, &gs_fa);")
+    w.line(f"if ({length} < 0) goto {fail};")
     result = w.fresh("eq")
     w.line(f"long {result} = gs_memory_equal(work, {left}, {right}, {length}, &gs_st, &gs_fa);")
     w.line(f"if ({result} < 0) goto {fail};")

@@ -14,6 +14,7 @@ from gs_cgen.errors import DebugInfoError, PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
 from gs_cgen.plan import ir
 from gs_cgen.plan.builtins import plan_builtin
+from gs_cgen.plan.casts import cast_place, cast_type
 from gs_cgen.plan.locations import (SYNTHETIC_POINTER, LocationPlanner, composite_value,
                                     sub_place)
 from gs_cgen.plan.model import THREAD_POINTER_NOT_READ, ThreadPointer, module_cookie
@@ -319,18 +320,7 @@ class ExprPlanner:
 
     # -------------------------------------------------------------- cast
     def _cast(self, expr: ast.Cast) -> ir.Place:
-        target = self.module.find_type(expr.type_name)
-        if target is None:
-            raise PlanError(f"unknown type '{expr.type_name}' in {self.module.path}", expr.span)
-        source = self.place(expr.operand)
-        if arith.is_scalar(target):
-            value, _ = self.value(source, expr.operand)
-            return ir.ValuePlace(arith.narrow(value, target), target)
-        if isinstance(source, ir.MemoryPlace):
-            return ir.MemoryPlace(source.address, target)
-        if isinstance(source, ir.UnavailablePlace):
-            return _unavailable(source, target)
-        raise PlanError(f"cannot cast '{self._text(expr.operand)}' to '{expr.type_name}'", expr.span)
+        return cast_place(self, expr, cast_type(self, expr))
 
     # ------------------------------------------------------------ helpers
     def _text(self, expr: ast.Expr) -> str:

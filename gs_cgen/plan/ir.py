@@ -113,17 +113,23 @@ class BitField:
 class BytesEqual:
     """True when target memory at `address` equals `expected`.
     mode "prefix": the first len(expected) bytes (strncmp/starts_with/memcmp
-    with hex); "cstring": a NUL-terminated string equal to `expected`
-    (strict NUL: len(expected)+1 bytes, last one NUL)."""
+    with hex), or with `length` (computed at run time) the first `length`
+    of them: negative counts as 0, above `clamp` (when set) as `clamp`,
+    above len(expected) the comparison fails (LENGTH_OVER_LIMIT); "cstring":
+    a NUL-terminated string equal to `expected` (strict NUL:
+    len(expected)+1 bytes, last one NUL)."""
 
     address: "Scalar"
     expected: bytes
     mode: str
+    length: "Scalar | None" = None
+    clamp: int | None = None
 
 
 @dataclass(frozen=True)
 class MemoryEqual:
-    """memcmp of two target buffers over `length` bytes (clamped to `cap`)."""
+    """memcmp of two target buffers over `length` bytes: negative counts
+    as 0, above `cap` the comparison fails (LENGTH_OVER_LIMIT)."""
 
     left: "Scalar"
     right: "Scalar"
@@ -218,6 +224,8 @@ Place = (MemoryPlace | ValuePlace | BitFieldPlace | StringPlace | KnownBytesPlac
 
 def scalar_children(node: Scalar) -> tuple[Scalar, ...]:
     match node:
+        case BytesEqual(address=a, length=n) if n is not None:
+            return (a, n)
         case Load(address=a) | BytesEqual(address=a):
             return (a,)
         case BinaryOp(left=l, right=r) | Logical(left=l, right=r):

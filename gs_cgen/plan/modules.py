@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NoReturn
 
 from gs_cgen.dwarf import open_module
+from gs_cgen.dwarf.types import describe_definition, same_definition
 from gs_cgen.errors import DebugInfoError, PlanError, nearest
 from gs_cgen.plan.model import GotSlot, IfuncChoice, IfuncLookup, ModuleFile
 
@@ -210,6 +211,31 @@ class ModuleSet:
                             hints=("read it from a probe in the module you mean",))
         return self._copied(*hits[0]) if hits else None
 
+    def find_type(self, keyword: str | None, name: str, is_base: bool, own, near_pc: int,
+                  span=None):
+        """The type a cast names (dwarf find_named_type): the probe's own
+        module first (its compile unit at `near_pc` first), then the other
+        modules; found in several of those, they must all define it alike,
+        else the cast is ambiguous. None when no module has it."""
+        found = own.find_named_type(keyword, name, is_base, near_pc) \
+            if own.has_debug_info else None
+        if found is not None:
+            return found
+        hits = []
+        for module in [self.default, *self.others()]:
+            if module is own or not module.has_debug_info:
+                continue
+            ctype = module.find_named_type(keyword, name, is_base)
+            if ctype is not None:
+                hits.append((module, ctype))
+        if any(not same_definition(hits[0][1], ctype) for _, ctype in hits[1:]):
+            spelled = f"{keyword} {name}" if keyword else name
+            raise PlanError(f"type '{spelled}' is ambiguous: the probe's module does not define "
+                            "it, and other modules define it differently: " +
+                            ", ".join(f"{m.path} ({describe_definition(t)})" for m, t in hits),
+                            span, hints=("cast in a probe of the module whose type you mean",))
+        return hits[0][1] if hits else None
+
     def _copied(self, owner, glob):
         """(module, glob) where the process keeps the object: an executable
         built without -fPIE holds copies of the library globals it reads
@@ -224,6 +250,11 @@ class ModuleSet:
             if copy is not None:
                 return module, dataclasses.replace(glob, address=copy, section=module.section_of(copy))
         return owner, glob
+
+    def type_names(self, own) -> list[str]:
+        """The file-scope type names of every module with DWARF, own first."""
+        modules = [own, *(m for m in [self.default, *self.others()] if m is not own)]
+        return [n for m in modules if m.has_debug_info for n in m.type_names()]
 
     def global_names(self, own) -> list[str]:
         return own.global_names() if own.has_debug_info else []

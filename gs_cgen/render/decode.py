@@ -31,6 +31,7 @@ class ValueStatus(Enum):
     DIV_BY_ZERO = "division_by_zero"
     TLS_UNAVAILABLE = "tls_unavailable"
     TLS_NOT_ALLOCATED = "tls_not_allocated"
+    LENGTH_OVER_LIMIT = "length_over_limit"
 
 
 _STATUS_NAMES = {
@@ -46,6 +47,7 @@ _STATUS_NAMES = {
     "GS_STATUS_UNAVAILABLE": ValueStatus.UNAVAILABLE,
     "GS_STATUS_TLS_UNAVAILABLE": ValueStatus.TLS_UNAVAILABLE,
     "GS_STATUS_TLS_NOT_ALLOCATED": ValueStatus.TLS_NOT_ALLOCATED,
+    "GS_STATUS_LENGTH_OVER_LIMIT": ValueStatus.LENGTH_OVER_LIMIT,
 }
 
 

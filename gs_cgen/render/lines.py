@@ -11,7 +11,8 @@ from gs_cgen.plan.model import (BacktraceLine, DumpRef, capture_scalars, ExprErr
 from gs_cgen.render.decode import Backtrace, Dump, Event, ValueStatus
 from gs_cgen.render.values import ErrorValue
 from gs_cgen.render.text import (TLS_NOT_ALLOCATED_TEXT, TLS_UNAVAILABLE_TEXT, escape_bytes,
-                                 format_dump, format_value, value_json, value_status)
+                                 format_dump, format_value, length_over_limit_text, value_json,
+                                 value_status)
 
 MISSING_ARG = "<MISSING_ARG>"
 _REASONS = {
@@ -112,6 +113,8 @@ def _piece(piece, event: Event) -> str:
 
 def expr_error_reason(value) -> str:
     """`read error at 0x10`: why a condition could not be evaluated."""
+    if value.status is ValueStatus.LENGTH_OVER_LIMIT:
+        return length_over_limit_text(value.address or 0)
     reason = _REASONS.get(value.status) or value.detail or value.status.value
     return f"{reason} at 0x{value.address or 0:x}"
 

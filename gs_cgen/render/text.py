@@ -30,6 +30,7 @@ _STATUS_NAMES = {
     ValueStatus.ZERO_LENGTH: "unavailable",
     ValueStatus.TLS_UNAVAILABLE: "tls_unavailable",
     ValueStatus.TLS_NOT_ALLOCATED: "tls_not_allocated",
+    ValueStatus.LENGTH_OVER_LIMIT: "length_over_limit",
 }
 # Why a thread-local value is missing (gs_prelude.h gs_tls_block).
 TLS_UNAVAILABLE_TEXT = "TLS offsets unavailable"
@@ -149,7 +150,17 @@ def status_text(status: ValueStatus, address: int | None = None,
             return "<error: zero length>"
         case ValueStatus.TRUNCATED:
             return TRUNCATED
+        case ValueStatus.LENGTH_OVER_LIMIT:
+            return f"<error: {length_over_limit_text(address or 0)}>"
     return f"<error: {status.value.replace('_', ' ')}>"
+
+
+def length_over_limit_text(packed: int) -> str:
+    """A comparison's run-time length beyond the bytes it can compare
+    (gs_prelude.h gs_compare_length packs limit << 32 | length)."""
+    limit, length = packed >> 32, packed & 0xFFFFFFFF
+    shown = f"{length}" if length < 0xFFFFFFFF else f"at least {length}"
+    return f"length {shown} is more than the {limit} bytes this comparison can compare"
 
 
 def escape_bytes(data: bytes, quoted: bool) -> str:

@@ -111,12 +111,42 @@ class Binary:
 
 
 @dataclass(frozen=True)
+class PointerTo:
+    """One `*` of a type name, with the qualifiers written after it."""
+
+    qualifiers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArrayOf:
+    """One `[N]` of a type name; None for `[]`."""
+
+    count: int | None
+
+
+@dataclass(frozen=True)
+class TypeName:
+    """A C type name (script/typename.py): a base named `name` (a tag
+    after `keyword`, a typedef or tag name, or with `is_base` a canonical
+    C base spelling such as "unsigned long"), its `qualifiers`, then the
+    `derivations` that build the type from it, innermost first."""
+
+    keyword: str | None
+    name: str
+    is_base: bool
+    qualifiers: tuple[str, ...]
+    derivations: tuple[PointerTo | ArrayOf, ...]
+    text: str
+
+
+@dataclass(frozen=True)
 class Cast:
-    """`cast(expr, "TYPE")`."""
+    """`cast(expr, "TYPE")`; `type_name` is TYPE as written (trimmed)."""
 
     operand: "Expr"
     type_name: str
     span: SourceSpan
+    type: TypeName | None = None
 
 
 @dataclass(frozen=True)

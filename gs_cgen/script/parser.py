@@ -20,6 +20,7 @@ from gs_cgen.cppnames import is_function_pattern, looks_like_cpp
 from gs_cgen.errors import ScriptError, nearest
 from gs_cgen.script import ast
 from gs_cgen.script.format import decode_string, int_value, parse_format
+from gs_cgen.script.typename import parse_type_name
 from gs_cgen.source import SourceSpan
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -225,7 +226,8 @@ class _ToAst(Transformer):
         if not type_name:
             raise ScriptError("cast needs a type name, e.g. cast(p, \"int *\")",
                               type_span)
-        return ast.Cast(operand, type_name, _meta_span(meta))
+        return ast.Cast(operand, type_name, _meta_span(meta),
+                        parse_type_name(type_name, type_span))
 
     def call(self, meta, children):
         name, args = children[0], tuple(a for a in children[1:] if a is not None)
@@ -352,7 +354,7 @@ _OPERAND_STARTS = {"NAME", "QUALIFIED_NAME", "INT", "STRING", "SPECIAL", "true",
                    "cast", "(", "-", "!", "~", "*", "&"}
 # Binary operators plus the postfix ones (`.`, `[`, call `(`).
 _OPERATORS = {"||", "&&", "|", "^", "&", "==", "!=", "<", "<=", ">", ">=",
-              "<<", ">>", "+", "-", "*", "/", "%", ".", "[", "("}
+              "<<", ">>", "+", "-", "*", "/", "%", ".", "->", "[", "("}
 _LISTING_ORDER = (";", ",", ")", "]", "{", "}", "=", "else", "trace")
 
 

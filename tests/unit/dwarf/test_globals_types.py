@@ -105,4 +105,4 @@ def test_find_type_spellings(binaries):
     assert isinstance(module.find_type("enum color"), EnumType)
     assert module.find_type("union number").kind == "union"
     assert module.find_type("struct no_such") is None
-    assert module.find_type("point") is None                   # a tag needs `struct`
+    assert module.find_type("point") is point                  # a tag without `struct` too
