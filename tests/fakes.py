@@ -35,6 +35,7 @@ class FakeModule:
     lines: dict[tuple[str, int], list[LineSite]] = field(default_factory=dict)
     variables: dict[int, list[VisibleVariable]] = field(default_factory=dict)
     globals: dict[str, GlobalVariable] = field(default_factory=dict)
+    enums: list = field(default_factory=list)           # EnumTypes whose constants resolve
     copies: dict[str, int] = field(default_factory=dict)       # R_X86_64_COPY slots
     segments: tuple[LoadSegment, ...] = (
         LoadSegment(0x0, 0x1000, 0x0, 0x1000, False, False),
@@ -124,6 +125,12 @@ class FakeModule:
 
     def global_names(self) -> list[str]:
         return list(self.globals)
+
+    def find_enumerator(self, name: str, near_pc: int | None = None):
+        for ctype in self.enums:
+            if name in dict(ctype.enumerators):
+                return ctype, dict(ctype.enumerators)[name]
+        return None
 
     def function_names(self) -> list[str]:
         return list(self.functions)

@@ -714,6 +714,20 @@ class ModuleDebugInfo:
             return definitions[0]
         return entries[0][1] if entries else None
 
+    def find_enumerator(self, name: str, near_pc: int | None = None):
+        """(EnumType, value) of the enumeration constant `name` (C's
+        ordinary identifiers: `if s == ACTIVE`), one in the compile unit
+        holding `near_pc` first, as gdb looks in the current unit first."""
+        self.require_debug_info()
+        dies = self._dwarf.dies_named(name, ("DW_TAG_enumerator",), ("DW_AT_const_value",))
+        if not dies:
+            return None
+        cu = self._dwarf.cu_for_address(near_pc) if near_pc is not None else None
+        local = [d for d in dies if cu is not None and d.cu.cu_offset == cu.cu_offset]
+        die = (local or dies)[0]
+        enum = self._types.build(die.get_parent())
+        return enum, dict(enum.enumerators)[name]
+
     def type_names(self) -> list[str]:
         """Names of the file-scope types, for an unknown name's candidates."""
         self.require_debug_info()

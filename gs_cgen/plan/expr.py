@@ -111,6 +111,11 @@ class ExprPlanner:
         if var is not None:
             # In scope at another site of this block: absent here, not an error.
             return ir.UnavailablePlace(var.type, NOT_IN_SCOPE, True)
+        enumerator = self.module.find_enumerator(ident, self.probe_address) \
+            if self.module.has_debug_info else None
+        if enumerator is not None:
+            enum, value = enumerator
+            return ir.ValuePlace(ir.Const(value), enum)
         pool = [n for s in self.scopes for n in s] + self.site_scope.names() + \
             self.modules.global_names(self.module)
         if self.no_variables:

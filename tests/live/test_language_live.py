@@ -172,6 +172,15 @@ def test_arithmetic_converts_operands_as_gcc_does(target, tmp_path):
     assert trace_lines(target.pid, script) == expected
 
 
+def test_enumeration_constants(target):
+    """gdb at process(): print s == ACTIVE -> 1, print DONE -> DONE,
+    print DONE + 1 -> 8, print s == IDLE -> 0."""
+    script = ('trace process { print s == ACTIVE; print DONE; print DONE + 1; '
+              'if s == IDLE { print "idle"; } else if s == ACTIVE { print "active"; } }')
+    assert trace_lines(target.pid, script) == [
+        "s == ACTIVE = true", "DONE = Status::DONE", "DONE + 1 = 8", "active"]
+
+
 def test_integer_literals(target):
     script, expected = printed("compute", [
         ("0x1F + 0o17 + 0b1010 + 1_000", "1056"), ("0xFF_FF", "65535"),

@@ -166,3 +166,13 @@ def test_dump_of_a_value_without_storage_is_refused():
                        ('print "{:x.4}", fd + 1;', "fd + 1")):
         with pytest.raises(PlanError, match=f"'{re.escape(name)}' has no address to dump"):
             plan(f"trace handle {{ {text} }}")
+
+
+def test_enumeration_constants_are_names_after_variables():
+    """`if g_color == GREEN`: an enumerator is a typed constant, as in C and
+    gdb; a variable of the same name would come first."""
+    from tests.fakes import COLOR
+    module = server_module()
+    module.enums.append(COLOR)
+    probe = plan("trace handle { print g_color == GREEN; print BLUE; }", module).probes[0]
+    assert probe.slots[1].capture == ScalarCapture(ir.Const(6), COLOR)
