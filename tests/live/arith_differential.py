@@ -308,7 +308,7 @@ class Generator:
         self.counts = [leaf for leaf in self.leaves if 0 <= leaf.value < 32]
 
     def expressions(self) -> list[Node]:
-        found = [*self._every_pair(), *self._unary_on_every_leaf(), *self._nested(400)]
+        found = [*self._every_pair(), *self._unary_on_every_leaf(), *self._nested(300)]
         unique, seen = [], set()
         for node in found:
             if script_text(node) not in seen:
@@ -317,13 +317,15 @@ class Generator:
         return unique
 
     def _every_pair(self):
-        """Each binary operator with each leaf on the left and three random
-        right operands (one of them a literal)."""
+        """Each binary operator with each leaf on the left and a random
+        right operand, and with each literal on the right of a random
+        variable."""
+        operands = [operand_leaf(o) for o in OPERANDS]
         for op in BINARY:
             for left in self.leaves:
-                for right in (self._right(op), self._right(op),
-                              literal_leaf(self.random.choice(LITERALS))):
-                    yield Binary(op, left, right)
+                yield Binary(op, left, self._right(op))
+            for literal in LITERALS:
+                yield Binary(op, self.random.choice(operands), literal_leaf(literal))
 
     def _right(self, op: str) -> Leaf:
         if op in ("<<", ">>") and self.random.random() < 0.7:
