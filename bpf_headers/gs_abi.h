@@ -22,6 +22,7 @@ enum gs_value_status {
     GS_STATUS_TLS_NOT_ALLOCATED = 11,   /* the thread has no such TLS block (yet) */
     GS_STATUS_LENGTH_OVER_LIMIT = 12,   /* a builtin's run-time length beyond the bytes it
                                            can compare; address field: limit << 32 | length */
+    GS_STATUS_SHIFT_RANGE = 13,         /* shift count negative or >= the promoted width */
 };
 
 /* Event kinds (gs_event_hdr.kind). */

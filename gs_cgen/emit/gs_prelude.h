@@ -233,12 +233,14 @@ static __always_inline int gs_tls_block(__u64 *out, struct proc_module_tls_value
 #endif
 
 /* Signed division without the BPF sdiv instruction (older -mcpu targets);
- * truncates toward zero as C does. The divisor is known non-zero. */
+ * truncates toward zero as C does. The divisor is known non-zero. The
+ * magnitudes are negated as unsigned numbers: -LLONG_MIN is undefined in
+ * C, and LLONG_MIN / -1 must wrap to LLONG_MIN (README "Arithmetic"). */
 static __always_inline __u64 gs_sdiv(__u64 a, __u64 b)
 {
-    __s64 x = (__s64)a, y = (__s64)b;
-    __u64 q = (__u64)(x < 0 ? -x : x) / (__u64)(y < 0 ? -y : y);
-    return ((x < 0) != (y < 0)) ? -q : q;
+    int a_negative = (__s64)a < 0, b_negative = (__s64)b < 0;
+    __u64 q = (a_negative ? -a : a) / (b_negative ? -b : b);
+    return a_negative != b_negative ? -q : q;
 }
 
 static __always_inline __u64 gs_smod(__u64 a, __u64 b)

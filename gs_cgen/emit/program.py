@@ -168,6 +168,9 @@ def emit_probe(probe: ProbePlan) -> str:
     _begin_event(w, probe)
     w.line("__u8 gs_st = 0;")
     w.line("__u64 gs_fa = 0;")
+    # Every load goes through this one stack slot (scalar.py _load), so the
+    # number of loads a probe makes does not grow its 512-byte stack.
+    w.line("__u64 gs_ld = 0;")
     for word in range(probe.bitmap_words):
         w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = 0;")
     # The verifier rejects ctx loads through a pointer clang has offset, so

@@ -29,6 +29,8 @@ def emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
             return _load(w, node, fail)
         case ir.NonNull(pointer):
             return _non_null(w, emit_scalar(w, pointer, fail), fail)
+        case ir.Below(value, limit, status):
+            return _below(w, emit_scalar(w, value, fail), limit, status, fail)
         case ir.BinaryOp():
             return _binary(w, node, fail)
         case ir.UnaryOp(op, operand):
@@ -96,9 +98,9 @@ def _thread_local_base(w: CWriter, cookie: int, fail: str) -> str:
 def _load(w: CWriter, node: ir.Load, fail: str) -> str:
     address = emit_scalar(w, node.address, fail)
     temp = w.fresh()
-    w.line(f"__u64 {temp} = 0;")
-    w.line(f"if (gs_load(&{temp}, {address}, {node.size}, {int(node.signed)}, &gs_st, &gs_fa))")
+    w.line(f"if (gs_load(&gs_ld, {address}, {node.size}, {int(node.signed)}, &gs_st, &gs_fa))")
     w.line(f"    goto {fail};")
+    w.line(f"__u64 {temp} = gs_ld;")
     return temp
 
 
@@ -106,6 +108,13 @@ def _non_null(w: CWriter, pointer: str, fail: str) -> str:
     temp = w.fresh("p")
     w.line(f"__u64 {temp} = {pointer};")
     w.line(f"if (!{temp}) {{ gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto {fail}; }}")
+    return temp
+
+
+def _below(w: CWriter, value: str, limit: int, status: str, fail: str) -> str:
+    temp = w.fresh("n")
+    w.line(f"__u64 {temp} = {value};")
+    w.line(f"if ({temp} >= {c.u64_literal(limit)}) {{ gs_st = {status}; gs_fa = 0; goto {fail}; }}")
     return temp
 
 

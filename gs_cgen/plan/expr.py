@@ -52,8 +52,8 @@ class ExprPlanner:
     # ------------------------------------------------------------- places
     def place(self, expr: ast.Expr) -> ir.Place:
         match expr:
-            case ast.IntLiteral(value=v):
-                return ir.ValuePlace(ir.Const(v), arith.literal_type(v))
+            case ast.IntLiteral(value=v, decimal=decimal):
+                return ir.ValuePlace(ir.Const(v), arith.literal_type(v, decimal))
             case ast.BoolLiteral(value=v):
                 return ir.ValuePlace(ir.Const(int(v)), arith.BOOL)
             case ast.StringLiteral(value=v):
@@ -214,11 +214,12 @@ class ExprPlanner:
         if expr.op is ast.UnaryOp.DEREF:
             return self._deref(expr)
         if expr.op is ast.UnaryOp.NOT:
-            return ir.ValuePlace(ir.UnaryOp("!", self.truth(expr.operand)), arith.BOOL)
+            return ir.ValuePlace(arith.fold(ir.UnaryOp("!", self.truth(expr.operand))), arith.BOOL)
         value, ctype = self.integer(expr.operand)
         result = arith.promote(ctype)
         op = "-" if expr.op is ast.UnaryOp.NEG else "~"
-        return ir.ValuePlace(arith.narrow(ir.UnaryOp(op, value), result), result)
+        value = arith.narrow(value, result)
+        return ir.ValuePlace(arith.narrow(arith.fold(ir.UnaryOp(op, value)), result), result)
 
     def _deref(self, expr: ast.Unary) -> ir.Place:
         base = self.place(expr.operand)
@@ -254,7 +255,7 @@ class ExprPlanner:
     def _binary(self, expr: ast.Binary) -> ir.Place:
         if expr.op in (ast.BinaryOp.AND, ast.BinaryOp.OR):
             logical = ir.Logical(expr.op.value, self.truth(expr.left), self.truth(expr.right))
-            return ir.ValuePlace(logical, arith.BOOL)
+            return ir.ValuePlace(arith.fold(logical), arith.BOOL)
         left, right = self.place(expr.left), self.place(expr.right)
         if expr.op in _COMPARE:
             return ir.ValuePlace(self._compare(expr, left, right), arith.BOOL)
@@ -265,14 +266,14 @@ class ExprPlanner:
         rv, rt = self.integer_of(right, expr.right)
         # C converts the operands, not only the result: `/`, `%` and `>>` of
         # a 32-bit unsigned and a sign-extended negative int differ otherwise.
+        # A shift's operands are promoted each on its own (C11 6.5.7).
         if expr.op in (ast.BinaryOp.SHL, ast.BinaryOp.SHR):
             result = arith.promote(lt)
-            lv = arith.narrow(lv, result)
+            lv, rv = arith.narrow(lv, result), arith.narrow(rv, arith.promote(rt))
         else:
             result = arith.common_type(lt, rt)
             lv, rv = arith.narrow(lv, result), arith.narrow(rv, result)
-        node = ir.BinaryOp(expr.op.value, lv, rv, result.signed)
-        return ir.ValuePlace(arith.narrow(node, result), result)
+        return ir.ValuePlace(arith.operate(expr.op.value, lv, rv, result), result)
 
     def _compare(self, expr: ast.Binary, left: ir.Place, right: ir.Place) -> ir.Scalar:
         strings = self._string_compare(expr, left, right)
@@ -287,8 +288,8 @@ class ExprPlanner:
         self._require_integer(lt, expr.left)
         self._require_integer(rt, expr.right)
         common = arith.common_type(lt, rt)
-        return ir.BinaryOp(expr.op.value, arith.narrow(lv, common), arith.narrow(rv, common),
-                           common.signed)
+        return arith.fold(ir.BinaryOp(expr.op.value, arith.narrow(lv, common),
+                                      arith.narrow(rv, common), common.signed))
 
     def _string_compare(self, expr, left, right) -> ir.Scalar | None:
         if not isinstance(left, ir.StringPlace) and not isinstance(right, ir.StringPlace):
@@ -347,7 +348,11 @@ class ExprPlanner:
     def _refuse_wide(self, ctype: CType, expr: ast.Expr) -> None:
         """Values the probe can print but not compute with: it has 64-bit
         integer registers only."""
-        base, what = strip(ctype), f"'{self._text(expr)}' is a {type_name(ctype)}"
+        base = strip(ctype)
+        if not isinstance(base, (FloatType, ComplexType, VectorType)) and \
+                not arith.is_wide_integer(base):
+            return      # the common case: no message to build (slicing the script costs)
+        what = f"'{self._text(expr)}' is a {type_name(ctype)}"
         if isinstance(base, FloatType):
             raise PlanError(f"{what}: floating-point arithmetic is not supported (eBPF has no "
                             "floating point); print the value itself", expr.span)
@@ -367,7 +372,7 @@ class ExprPlanner:
         """The 64-bit value of a scalar place; arrays decay to pointers."""
         match place:
             case ir.ValuePlace(value=v, ctype=t) | ir.BitFieldPlace(value=v, ctype=t):
-                return v, t
+                return v, arith.operand_type(v, t)
             case ir.UnavailablePlace(ctype=t, reason=reason, optimized_out=gone):
                 status = "GS_STATUS_OPTIMIZED_OUT" if gone else "GS_STATUS_UNAVAILABLE"
                 return ir.Fail(status, reason), t or arith.LONG
@@ -406,7 +411,7 @@ class ExprPlanner:
         value, ctype = self.value(self.place(expr), expr)
         if not arith.is_scalar(ctype):
             raise PlanError(f"'{self._text(expr)}' cannot be used as a condition", expr.span)
-        return ir.BinaryOp("!=", value, ir.Const(0), False)
+        return arith.fold(ir.BinaryOp("!=", value, ir.Const(0), False))
 
     def string_address(self, place: ir.Place, expr: ast.Expr) -> ir.Scalar:
         """Where the bytes of a char*/char[]/pointer/array operand start."""

@@ -234,7 +234,7 @@ def scalar_children(node: Scalar) -> tuple[Scalar, ...]:
             return (o,)
         case BitField(storage=s):
             return (s,)
-        case NonNull(pointer=p):
+        case NonNull(pointer=p) | Below(value=p):
             return (p,)
         case CallSiteSelect(return_address=ra, cases=cases):
             return (ra, ir_register_ip(), *(value for _, value in cases))
@@ -260,7 +260,7 @@ def ir_register_ip() -> RegisterValue:
 def can_fail(node: Scalar) -> bool:
     """Whether evaluating `node` may read memory or miss module offsets."""
     if isinstance(node, (Load, ModuleAddress, ThreadLocalBase, BytesEqual, MemoryEqual, NonNull,
-                         Fail, CallSiteSelect)):
+                         Below, Fail, CallSiteSelect)):
         return True
     if isinstance(node, BinaryOp) and node.op in ("/", "%"):
         return True
@@ -272,6 +272,17 @@ class NonNull:
     """`pointer`, failing with NullDeref when it is 0 (before a dereference)."""
 
     pointer: "Scalar"
+
+
+@dataclass(frozen=True)
+class Below:
+    """`value`, failing with `status` unless it is below `limit` as an
+    unsigned 64-bit number (a shift count: C leaves counts outside
+    [0, width) undefined)."""
+
+    value: "Scalar"
+    limit: int
+    status: str               # a GS_STATUS_* name from gs_abi.h
 
 
 @dataclass(frozen=True)
@@ -294,4 +305,4 @@ class CallSiteSelect:
     cases: tuple[tuple[int, "Scalar"], ...]
 
 
-Scalar = Scalar | NonNull | Fail | CallSiteSelect
+Scalar = Scalar | NonNull | Below | Fail | CallSiteSelect

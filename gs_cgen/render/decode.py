@@ -32,6 +32,7 @@ class ValueStatus(Enum):
     TLS_UNAVAILABLE = "tls_unavailable"
     TLS_NOT_ALLOCATED = "tls_not_allocated"
     LENGTH_OVER_LIMIT = "length_over_limit"
+    SHIFT_RANGE = "shift_count_out_of_range"
 
 
 _STATUS_NAMES = {
@@ -48,6 +49,7 @@ _STATUS_NAMES = {
     "GS_STATUS_TLS_UNAVAILABLE": ValueStatus.TLS_UNAVAILABLE,
     "GS_STATUS_TLS_NOT_ALLOCATED": ValueStatus.TLS_NOT_ALLOCATED,
     "GS_STATUS_LENGTH_OVER_LIMIT": ValueStatus.LENGTH_OVER_LIMIT,
+    "GS_STATUS_SHIFT_RANGE": ValueStatus.SHIFT_RANGE,
 }
 
 

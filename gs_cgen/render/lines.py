@@ -21,10 +21,14 @@ _REASONS = {
     ValueStatus.ACCESS_ERROR: "access error",
     ValueStatus.OFFSETS_UNAVAILABLE: "offsets unavailable",
     ValueStatus.DIV_BY_ZERO: "division by zero",
+    ValueStatus.SHIFT_RANGE: "shift count out of range",
     ValueStatus.OPTIMIZED_OUT: "optimized out",
     ValueStatus.TLS_UNAVAILABLE: TLS_UNAVAILABLE_TEXT,
     ValueStatus.TLS_NOT_ALLOCATED: TLS_NOT_ALLOCATED_TEXT,
 }
+
+# Statuses of C's undefined operations (README "Arithmetic").
+_ARITHMETIC = {ValueStatus.DIV_BY_ZERO, ValueStatus.SHIFT_RANGE}
 
 
 def render_lines(event: Event, probe: ProbePlan, resolve_frame=None) -> list[str]:
@@ -116,6 +120,8 @@ def expr_error_reason(value) -> str:
     if value.status is ValueStatus.LENGTH_OVER_LIMIT:
         return length_over_limit_text(value.address or 0)
     reason = _REASONS.get(value.status) or value.detail or value.status.value
+    if value.status in _ARITHMETIC:
+        return reason                   # no memory was involved: no address to name
     return f"{reason} at 0x{value.address or 0:x}"
 
 

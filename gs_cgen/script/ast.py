@@ -17,6 +17,7 @@ from gs_cgen.source import SourceSpan
 class IntLiteral:
     value: int
     span: SourceSpan
+    decimal: bool = True        # C types decimal and 0x/0o/0b constants differently
 
 
 @dataclass(frozen=True)

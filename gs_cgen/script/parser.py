@@ -203,8 +203,9 @@ class _ToAst(Transformer):
         return ast.Name(str(children[0]), _meta_span(meta))
 
     def int_lit(self, meta, children):
-        return ast.IntLiteral(integer(str(children[0]), _meta_span(meta)),
-                              _meta_span(meta))
+        text = str(children[0])
+        return ast.IntLiteral(integer(text, _meta_span(meta)), _meta_span(meta),
+                              decimal=text[:2].lower() not in ("0x", "0o", "0b"))
 
     def string_lit(self, meta, children):
         span = _meta_span(meta)

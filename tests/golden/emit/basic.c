@@ -198,6 +198,7 @@ int gs_probe_0(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
     *(__u64 *)(ev + 40) = 0;
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_si = ctx->si;
@@ -260,6 +261,7 @@ int gs_probe_1(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
     *(__u64 *)(ev + 40) = 0;
     struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, ev, 0x10f5dab2c49d9be6ULL);
     struct proc_module_offsets_value gs_own = {};

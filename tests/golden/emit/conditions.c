@@ -197,6 +197,7 @@ int gs_probe_0(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
     *(__u64 *)(ev + 40) = 0;
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_si = ctx->si;
@@ -213,13 +214,13 @@ int gs_probe_0(struct pt_regs *ctx)
         int gs_cf0 = 0;
         {
             __u64 gs_l1 = 0;
-            __u64 gs_t2 = 0;
-            if (gs_load(&gs_t2, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
+            if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
                 goto gs_fail_0;
+            __u64 gs_t2 = gs_ld;
             if (((__u64)((((__u64)((__s64)(gs_t2) > (__s64)(0x3ULL)))) != (0x0ULL)))) {
-                __u64 gs_t3 = 0;
-                if (gs_load(&gs_t3, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
+                if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
                     goto gs_fail_0;
+                __u64 gs_t3 = gs_ld;
                 __u64 gs_d4 = gs_t3;
                 if (!gs_d4) { gs_st = GS_STATUS_DIV_BY_ZERO; gs_fa = 0; goto gs_fail_0; }
                 gs_l1 = (((__u64)((((__u64)((gs_sdiv(gs_reg_si, gs_d4)) != (0x0ULL)))) != (0x0ULL)))) != 0;
@@ -235,9 +236,9 @@ int gs_probe_0(struct pt_regs *ctx)
         if (!gs_cf0 && gs_c0) {
             {
                 /* value 1: limit */
-                __u64 gs_t5 = 0;
-                if (gs_load(&gs_t5, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
+                if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
                     goto gs_fail_1;
+                __u64 gs_t5 = gs_ld;
                 GS_STORE(ev, 64, 80, 8, ((__u64)(__s64)(__s32)(((__u64)((((__u64)(__s64)(__s32)(((__u64)((gs_t5) * (0x2ULL)))))) + (0x1ULL))))));
                 goto gs_done_1;
             gs_fail_1:;
@@ -254,11 +255,11 @@ int gs_probe_0(struct pt_regs *ctx)
                 {
                     __u64 gs_l6 = 0;
                     if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4010ULL; goto gs_fail_2; }
-                    __u64 gs_t7 = 0;
-                    if (gs_load(&gs_t7, (0x4010ULL + gs_offsets_10f5dab2c49d9be6->data), 4, 1, &gs_st, &gs_fa))
+                    if (gs_load(&gs_ld, (0x4010ULL + gs_offsets_10f5dab2c49d9be6->data), 4, 1, &gs_st, &gs_fa))
                         goto gs_fail_2;
-                    gs_l6 = (((__u64)((((__u64)((gs_t7) == (((__u64)(__s64)(__s32)(((__u64)(-(0x1ULL))))))))) != (0x0ULL)))) != 0;
-                    if (!(((__u64)((((__u64)((gs_t7) == (((__u64)(__s64)(__s32)(((__u64)(-(0x1ULL))))))))) != (0x0ULL))))) {
+                    __u64 gs_t7 = gs_ld;
+                    gs_l6 = (((__u64)((((__u64)((gs_t7) == (0xffffffffffffffffULL)))) != (0x0ULL)))) != 0;
+                    if (!(((__u64)((((__u64)((gs_t7) == (0xffffffffffffffffULL)))) != (0x0ULL))))) {
                         gs_l6 = (((__u64)((((__u64)!(((__u64)((((__u64)((__s64)(gs_reg_si) < (__s64)(0x0ULL)))) != (0x0ULL)))))) != (0x0ULL)))) != 0;
                     }
                     gs_c2 = ((__u64)((gs_l6) != (0x0ULL)));

@@ -167,6 +167,7 @@ int gs_probe_0(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
     *(__u64 *)(ev + 40) = 0;
     __u64 gs_reg_si = ctx->si;
     {

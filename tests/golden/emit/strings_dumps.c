@@ -198,6 +198,7 @@ int gs_probe_0(struct pt_regs *ctx)
     __u8 *work = ev + 1216;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
     *(__u64 *)(ev + 40) = 0;
     __u64 gs_reg_bp = ctx->bp;
     struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, ev, 0x10f5dab2c49d9be6ULL);
@@ -210,9 +211,9 @@ int gs_probe_0(struct pt_regs *ctx)
     {
         /* value 0: g_name */
         if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_0; }
-        __u64 gs_t1 = 0;
-        if (gs_load(&gs_t1, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_0;
+        __u64 gs_t1 = gs_ld;
         gs_read_str(ev, 48, 64, 258, gs_t1);
         goto gs_done_0;
     gs_fail_0:;
@@ -223,9 +224,9 @@ int gs_probe_0(struct pt_regs *ctx)
     {
         /* value 1: g_name */
         if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_1; }
-        __u64 gs_t2 = 0;
-        if (gs_load(&gs_t2, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_1;
+        __u64 gs_t2 = gs_ld;
         gs_read_str(ev, 328, 344, 258, gs_t2);
         goto gs_done_1;
     gs_fail_1:;
@@ -235,9 +236,9 @@ int gs_probe_0(struct pt_regs *ctx)
     {
         /* value 2: g_name */
         if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_2; }
-        __u64 gs_t3 = 0;
-        if (gs_load(&gs_t3, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_2;
+        __u64 gs_t3 = gs_ld;
         __u64 gs_p4 = gs_t3;
         if (!gs_p4) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_2; }
         gs_read_dump(ev, 608, 624, 256, gs_p4, (__s64)0x4ULL);
@@ -248,13 +249,13 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 3: g_name */
-        __u64 gs_t5 = 0;
-        if (gs_load(&gs_t5, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
             goto gs_fail_3;
+        __u64 gs_t5 = gs_ld;
         if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_3; }
-        __u64 gs_t6 = 0;
-        if (gs_load(&gs_t6, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_3;
+        __u64 gs_t6 = gs_ld;
         __u64 gs_p7 = gs_t6;
         if (!gs_p7) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_3; }
         gs_read_dump(ev, 880, 896, 256, gs_p7, (__s64)gs_t5);
@@ -270,9 +271,9 @@ int gs_probe_0(struct pt_regs *ctx)
         int gs_cf4 = 0;
         {
             if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_4; }
-            __u64 gs_t9 = 0;
-            if (gs_load(&gs_t9, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+            if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
                 goto gs_fail_4;
+            __u64 gs_t9 = gs_ld;
             __u64 gs_p10 = gs_t9;
             if (!gs_p10) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_4; }
             __u64 gs_a8 = gs_p10;
@@ -302,9 +303,9 @@ int gs_probe_0(struct pt_regs *ctx)
     {
         /* value 5: starts_with(g_name, "GE") */
         if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_5; }
-        __u64 gs_t13 = 0;
-        if (gs_load(&gs_t13, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_5;
+        __u64 gs_t13 = gs_ld;
         __u64 gs_p14 = gs_t13;
         if (!gs_p14) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_5; }
         __u64 gs_a12 = gs_p14;
@@ -327,9 +328,9 @@ int gs_probe_0(struct pt_regs *ctx)
     {
         /* value 6: memcmp(g_name, hex("47 45")) */
         if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_6; }
-        __u64 gs_t17 = 0;
-        if (gs_load(&gs_t17, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_6;
+        __u64 gs_t17 = gs_ld;
         __u64 gs_p18 = gs_t17;
         if (!gs_p18) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_6; }
         __u64 gs_a16 = gs_p18;

@@ -197,6 +197,7 @@ int gs_probe_0(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
     *(__u64 *)(ev + 40) = 0;
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_di = ctx->di;
@@ -215,9 +216,9 @@ int gs_probe_0(struct pt_regs *ctx)
         /* value 1: req.flags */
         __u64 gs_p2 = gs_reg_di;
         if (!gs_p2) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_1; }
-        __u64 gs_t3 = 0;
-        if (gs_load(&gs_t3, ((__u64)((gs_p2) + (0x4ULL))), 1, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, ((__u64)((gs_p2) + (0x4ULL))), 1, 0, &gs_st, &gs_fa))
             goto gs_fail_1;
+        __u64 gs_t3 = gs_ld;
         GS_STORE(ev, 88, 104, 8, (((gs_t3) >> 0) & 0x7ULL));
         goto gs_done_1;
     gs_fail_1:;
@@ -229,9 +230,9 @@ int gs_probe_0(struct pt_regs *ctx)
         /* value 2: req.path[fd] */
         __u64 gs_p4 = gs_reg_di;
         if (!gs_p4) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_2; }
-        __u64 gs_t5 = 0;
-        if (gs_load(&gs_t5, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
             goto gs_fail_2;
+        __u64 gs_t5 = gs_ld;
         gs_read_user(ev, 112, 128, 1, ((__u64)((((__u64)((gs_p4) + (0x8ULL)))) + (((__u64)((gs_t5) * (0x1ULL)))))));
         goto gs_done_2;
     gs_fail_2:;

@@ -218,6 +218,7 @@ int gs_probe_0(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
     *(__u64 *)(ev + 40) = 0;
     struct proc_module_tls_value *gs_tls_10f5dab2c49d9be6 = gs_module_tls(ctx, ev, 0x10f5dab2c49d9be6ULL);
     {
@@ -251,14 +252,14 @@ int gs_probe_0(struct pt_regs *ctx)
             __u64 gs_tls3 = 0;
             if (gs_tls_block(&gs_tls3, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
                 goto gs_fail_2;
-            __u64 gs_t4 = 0;
-            if (gs_load(&gs_t4, ((__u64)((gs_tls3) + (0x18ULL))), 8, 0, &gs_st, &gs_fa))
+            if (gs_load(&gs_ld, ((__u64)((gs_tls3) + (0x18ULL))), 8, 0, &gs_st, &gs_fa))
                 goto gs_fail_2;
+            __u64 gs_t4 = gs_ld;
             __u64 gs_p5 = gs_t4;
             if (!gs_p5) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_2; }
-            __u64 gs_t6 = 0;
-            if (gs_load(&gs_t6, ((__u64)((gs_p5) + (0x0ULL))), 4, 1, &gs_st, &gs_fa))
+            if (gs_load(&gs_ld, ((__u64)((gs_p5) + (0x0ULL))), 4, 1, &gs_st, &gs_fa))
                 goto gs_fail_2;
+            __u64 gs_t6 = gs_ld;
             gs_c2 = ((__u64)((((__u64)((__s64)(gs_t6) > (__s64)(0x3ULL)))) != (0x0ULL)));
             goto gs_done_2;
         }
@@ -273,9 +274,9 @@ int gs_probe_0(struct pt_regs *ctx)
                 __u64 gs_tls7 = 0;
                 if (gs_tls_block(&gs_tls7, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
                     goto gs_fail_3;
-                __u64 gs_t8 = 0;
-                if (gs_load(&gs_t8, ((__u64)((gs_tls7) + (0x18ULL))), 8, 0, &gs_st, &gs_fa))
+                if (gs_load(&gs_ld, ((__u64)((gs_tls7) + (0x18ULL))), 8, 0, &gs_st, &gs_fa))
                     goto gs_fail_3;
+                __u64 gs_t8 = gs_ld;
                 __u64 gs_p9 = gs_t8;
                 if (!gs_p9) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_3; }
                 gs_read_user(ev, 112, 128, 16, ((__u64)((gs_p9) + (0x8ULL))));

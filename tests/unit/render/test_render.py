@@ -111,3 +111,14 @@ def test_json_says_why_a_value_is_unavailable():
                                   "status": "optimized_out", "error": "<OPTIMIZED_OUT>",
                                   "reason": "not available at this PC"}
     assert "reason" not in event["values"][1]
+
+
+def test_undefined_arithmetic_renders_as_its_reason_without_an_address():
+    # Was: "ExprError: fd / size == 1 (division by zero at 0x0)": no memory
+    # was read, so there is no address to name.
+    probe = probe_for("trace handle { print fd << size; if fd / size == 1 { print fd; } }")
+    raw = event_bytes(probe, {0: (STATUS["GS_STATUS_SHIFT_RANGE"], b"", 0),
+                              1: (STATUS["GS_STATUS_DIV_BY_ZERO"], b"", 0)})
+    assert render_lines(decode(raw, probe), probe)[:2] == [
+        "fd << size = <error: shift count out of range>",
+        "ExprError: fd / size == 1 (division by zero)"]
