@@ -430,7 +430,8 @@ class IfuncSymbol:
 
 @dataclass(frozen=True)
 class LineSite:
-    """One address where a source line begins (an is_stmt row)."""
+    """One address of a source line, as gdb's `break FILE:LINE` places its
+    locations (dwarf/lines.py)."""
 
     file: str                 # as recorded in the line table (full path)
     line: int                 # the line actually probed (may follow the requested one)
