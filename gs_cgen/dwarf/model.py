@@ -440,6 +440,9 @@ class LineSite:
     # The function whose frame gdb selects here, when the address moved to
     # the end of its prologue (the line is its first); None: the innermost.
     frame_die: int | None = None
+    # False: the line has no statement row, only non-statement ones, and
+    # is probed there; gdb's `break` would stop at the next statement line.
+    statement: bool = True
 
 
 @dataclass(frozen=True)
