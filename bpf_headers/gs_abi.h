@@ -32,16 +32,23 @@ enum gs_event_kind {
     GS_EVENT_EXEC = 3,          /* key_pid exec'd a new program (-t mode) */
 };
 
-/* Largest event a probe may build. A probe's work area for string and
- * memory comparisons follows its event: in the per-CPU scratch buffer, or
- * in the event's own reserved ring space (sleepable probes).
+/* Event sizes (gs_cgen/plan/limits.py says why):
+ * GS_MAX_EVENT_SIZE: the largest event over the ring buffer, an eighth of
+ * its GS_RINGBUF_PAGES pages (8 MiB). An event larger than the scratch, and
+ * every event of a sleepable probe, is built in its own ring reservation.
+ * GS_SCRATCH_SIZE: the per-CPU scratch other events are built in, as large
+ * as the kernel allows a per-CPU map value (PCPU_MIN_UNIT_SIZE); it holds
+ * an event of up to GS_MAX_SCRATCH_EVENT bytes and the probe's work area
+ * (GS_WORK_SIZE, for string and memory comparisons) after it: the limit
+ * over perf event arrays, whose events are always built there.
  * GS_PAGE_SIZE: x86_64 pages, the unit in which a sleepable probe faults a
- * string in; GS_STRING_PAGES: the most pages a string read of at most
- * GS_MAX_EVENT_SIZE bytes can span. */
+ * string in; GS_STRING_PAGES: the pages it faults in for one string (a
+ * string of up to 8 KiB spans at most 3). */
 enum gs_limits {
-    GS_MAX_EVENT_SIZE = 8192,
+    GS_MAX_EVENT_SIZE = 1048576,
     GS_WORK_SIZE = 512,
-    GS_SCRATCH_SIZE = 8704,
+    GS_SCRATCH_SIZE = 32768,
+    GS_MAX_SCRATCH_EVENT = 32256,
     GS_COMPARE_CAP = 64,
     GS_MAX_FRAMES = 32,
     GS_RINGBUF_PAGES = 2048,

@@ -27,7 +27,7 @@ import re
 import tempfile
 import zlib
 
-FORMAT = 3      # 3: no functions without valid addresses (gdb drops them); calls-<callee>
+FORMAT = 4      # 4: line rows keep their discriminator; 3: no functions without valid addresses
 MIN_DEBUG_INFO = 256 * 1024
 _BUILD_ID = re.compile(r"[0-9a-f]{8,128}")
 

@@ -36,6 +36,7 @@ class Row:
     is_stmt: bool
     prologue_end: bool
     end_sequence: bool
+    discriminator: int = 0
 
 
 @dataclass(frozen=True)
@@ -331,7 +332,7 @@ class DwarfIndex:
             if s is None:
                 continue
             current.append(Row(s.address, s.file, s.line, bool(s.is_stmt),
-                               bool(s.prologue_end), bool(s.end_sequence)))
+                               bool(s.prologue_end), bool(s.end_sequence), s.discriminator))
             if s.end_sequence:
                 sequences.append(current)
                 current = []
@@ -559,7 +560,8 @@ def _line_table(rows: tuple[Row, ...], files: dict[int, str]) -> LineTable:
 # back, raising TypeError/ValueError on anything of the wrong shape.
 
 def _row_plain(row: Row) -> tuple:
-    return (row.address, row.file, row.line, row.is_stmt, row.prologue_end, row.end_sequence)
+    return (row.address, row.file, row.line, row.is_stmt, row.prologue_end, row.end_sequence,
+            row.discriminator)
 
 
 def _line_table_from_plain(plain) -> LineTable:

@@ -430,7 +430,8 @@ class IfuncSymbol:
 
 @dataclass(frozen=True)
 class LineSite:
-    """One address where a source line begins (an is_stmt row)."""
+    """One address of a source line, as gdb's `break FILE:LINE` places its
+    locations (dwarf/lines.py)."""
 
     file: str                 # as recorded in the line table (full path)
     line: int                 # the line actually probed (may follow the requested one)
@@ -439,6 +440,9 @@ class LineSite:
     # The function whose frame gdb selects here, when the address moved to
     # the end of its prologue (the line is its first); None: the innermost.
     frame_die: int | None = None
+    # False: the line has no statement row, only non-statement ones, and
+    # is probed there; gdb's `break` would stop at the next statement line.
+    statement: bool = True
 
 
 @dataclass(frozen=True)

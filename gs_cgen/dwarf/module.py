@@ -28,11 +28,12 @@ from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalV
                                  TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable)
 from gs_cgen.dwarf.relocs import copy_slot, dynamic_relocations, dynamic_symbol_names, import_slots
 from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
-from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, locate_die, variable_at
+from gs_cgen.dwarf.lines import ChosenLine, FileRows, choose_line, file_rows, lowest_per_block
+from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, gdb_block_at, locate_die, variable_at
 from gs_cgen.dwarf.symvers import parse_spelling
 from gs_cgen.dwarf.tls import tls_expression_bytes
 from gs_cgen.dwarf.sites import (covering_line, function_probe_address, inlined_instances,
-                                 is_optimized_gcc, line_at, match_files, stmt_rows_for)
+                                 is_optimized_gcc, line_at, match_files)
 from gs_cgen.dwarf.typebuild import TypeBuilder
 from gs_cgen.dwarf.types import CType, PointerType, type_size
 from gs_cgen.errors import DebugInfoError, nearest
@@ -125,6 +126,7 @@ class ModuleDebugInfo:
         # The file the DWARF is read from: `path` or its separate debug file.
         self.debug_path = self._debug_elf.path if self._debug_elf is not None else None
         self._types = TypeBuilder()
+        self._file_rows: dict[tuple[int, str], FileRows] = {}
 
     # ------------------------------------------------------------- plumbing
 
@@ -400,19 +402,17 @@ class ModuleDebugInfo:
     # -------------------------------------------------------------- lines
 
     def find_lines(self, file: str, line: int) -> list[LineSite]:
-        """Probe sites for `file:line`, one per enclosing function."""
+        """Probe sites for `file:line`, as gdb's `break file:line` places
+        its locations (dwarf/lines.py)."""
         self.require_debug_info()
         target = self._match_one_file(file)
         cus = self._dwarf.files_by_path()[target]
-        rows = {off: stmt_rows_for(self._dwarf.line_table(off), target) for off in cus}
-        lines = {r.line for rs in rows.values() for r in rs}
-        # gdb: a line without code moves to the next line that has some.
-        chosen = line if line in lines else min((n for n in lines if n > line), default=None)
+        chosen = choose_line({off: self._rows_of(off, target) for off in cus}, line)
         if chosen is None:
             raise DebugInfoError(f"no code at or after line {line} of '{target}'")
         sites: list[LineSite] = []
-        for off, rs in rows.items():
-            sites.extend(self._line_sites(off, target, chosen, rs))
+        for off, addresses in chosen.addresses.items():
+            sites.extend(self._line_sites(off, target, chosen, addresses))
         return sorted(sites, key=lambda s: s.address)
 
     def _match_one_file(self, file: str) -> str:
@@ -427,30 +427,37 @@ class ModuleDebugInfo:
                                  hints=("give more of the path",), candidates=tuple(sorted(matches)))
         return matches[0]
 
-    def _line_sites(self, cu_offset: int, path: str, line: int, rows) -> list[LineSite]:
+    def _line_sites(self, cu_offset: int, path: str, chosen: ChosenLine,
+                    addresses: tuple[int, ...]) -> list[LineSite]:
         functions = self._dwarf.functions(cu_offset)
-        first: dict[int | None, int] = {}
-        for row in rows:
-            if row.line == line:
-                entry = _function_covering(functions, row.address)
-                key = entry.die_offset if entry else None
-                first[key] = min(first.get(key, row.address), row.address)
-        by_offset = {f.die_offset: f for f in functions}
         cu = self._dwarf.cu_at(cu_offset)
         sites = []
-        for key, address in first.items():
-            entry = by_offset.get(key)
-            site_line, frame_die = line, None
-            if entry is not None and address == entry.ranges[0][0]:
-                # At a function's entry gdb skips the prologue, as for `break f`,
-                # and stops in the function's frame (dwarf/scopes.py).
+        for address in lowest_per_block(addresses, lambda pc: self._block_at(functions, pc)):
+            entry = _function_covering(functions, address)
+            site_line, frame_die = chosen.line, None
+            if entry is not None:
+                # gdb's skip_prologue_sal: an address before the end of the
+                # prologue moves there, as for `break f`, and stops in the
+                # function's frame (dwarf/scopes.py).
                 probe = self._probe_address(cu, *entry.ranges[0])
-                if probe != address:
+                if address < probe:
                     address, frame_die = probe, entry.die_offset
-                    site_line = line_at(self._dwarf.line_table(cu_offset), probe) or line
+                    site_line = line_at(self._dwarf.line_table(cu_offset), probe) or chosen.line
             sites.append(LineSite(path, site_line, address, entry.name if entry else None,
-                                  frame_die))
+                                  frame_die, chosen.statements))
         return sites
+
+    def _rows_of(self, cu_offset: int, path: str) -> FileRows:
+        key = (cu_offset, path)
+        if key not in self._file_rows:
+            self._file_rows[key] = file_rows(self._dwarf.line_table(cu_offset), path)
+        return self._file_rows[key]
+
+    def _block_at(self, functions, pc: int):
+        entry = _function_covering(functions, pc)
+        if entry is None:
+            return None
+        return gdb_block_at(self._dwarf, self._dwarf.die_at(entry.die_offset), pc)
 
     # ---------------------------------------------------------- variables
 

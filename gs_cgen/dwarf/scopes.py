@@ -321,3 +321,41 @@ class _FrameBase:
             return ops
         self.label = frame_base_label(ops)
         return frame_base_from_ops(ops, lambda: ctx.cfa_at(pc))
+
+
+# ------------------------------------------------------------- blocks
+
+# Children that give a lexical block a symbol of its own besides variables
+# (gdb/dwarf2/read.c new_symbol; process_die for imported declarations).
+_SYMBOL_TAGS = frozenset({
+    "DW_TAG_label", "DW_TAG_typedef", "DW_TAG_structure_type", "DW_TAG_union_type",
+    "DW_TAG_class_type", "DW_TAG_enumeration_type", "DW_TAG_subprogram",
+})
+_USING_TAGS = frozenset({"DW_TAG_imported_declaration", "DW_TAG_imported_module"})
+
+
+def gdb_block_at(index: DwarfIndex, function_die, pc: int) -> int:
+    """The DIE offset of gdb's innermost block at `pc` in `function_die`
+    (gdb's block_for_pc). gdb makes a block of the function, of every
+    inlined call, and of a lexical block only when something is declared
+    in it (read_lexical_block_scope: "if local symbols ... finish_block");
+    the addresses of a lexical block that declares nothing belong to the
+    enclosing block."""
+    for scope in reversed(_scope_chain(index, function_die, pc)):
+        if scope.tag != _LEXICAL or _declares_something(index, scope):
+            return scope.offset
+    return function_die.offset
+
+
+def _declares_something(index: DwarfIndex, scope) -> bool:
+    if block_variables(index, scope):
+        return True
+    return any(_makes_symbol(child) for child in scope.iter_children())
+
+
+def _makes_symbol(child) -> bool:
+    if child.tag in _USING_TAGS:               # a C++ using directive
+        return True
+    # Unnamed types make no symbol; an unnamed enum's enumerators do.
+    return child.tag in _SYMBOL_TAGS and (die_name(child) is not None or (
+        child.tag == "DW_TAG_enumeration_type" and child.has_children))

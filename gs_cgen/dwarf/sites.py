@@ -123,35 +123,3 @@ def match_files(spec: str, paths: list[str]) -> list[str]:
         spec = os.path.normpath(spec)
         return [p for p in paths if p == spec]
     return [p for p in paths if p == spec or p.endswith("/" + spec)]
-
-
-def stmt_rows_for(table: LineTable, path: str):
-    """is_stmt rows of `table` that belong to the source file `path`, as
-    gdb keeps them (see gdb_visible_rows)."""
-    indexes = {i for i, p in table.files.items() if p == path}
-    return [r for r in gdb_visible_rows(table)
-            if r.file in indexes and r.is_stmt and r.line and not r.end_sequence]
-
-
-def gdb_visible_rows(table: LineTable) -> list:
-    """The rows gdb's line table keeps. When the line program moves to
-    another file (or ends the sequence) at address A, gdb closes the old
-    file's table with an end marker at A, which deletes that file's entries
-    at A (gdb/dwarf2/read.c lnp_state_machine::record_line, "the end marker
-    inserted in the first file will discard any previous line entries at
-    the same address"; buildsym.c record_line). In -O2 code many rows sit at
-    one address: `break dictobject.c:1903` then finds no code on 1903."""
-    rows = table.rows
-    keep = [True] * len(rows)
-    switch_at = None            # address where the file after this run begins
-    for i in range(len(rows) - 1, -1, -1):
-        row = rows[i]
-        following = rows[i + 1] if i + 1 < len(rows) else None
-        if row.end_sequence:
-            switch_at = row.address
-            continue
-        if following is not None and not following.end_sequence and \
-                table.files.get(following.file) != table.files.get(row.file):
-            switch_at = following.address
-        keep[i] = switch_at != row.address
-    return [row for row, kept in zip(rows, keep) if kept]

@@ -1,6 +1,7 @@
 """Plan → C program text for BCC. Pure functions; golden-file tested."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
@@ -49,6 +50,23 @@ gs_module_tls(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
     if (!tls)
         gs_want_offsets(ctx, key.pid);
     return tls;
+}
+"""
+# A sleepable build makes the ring reservation every probe's way.
+_RING_BY_DEFAULT = """
+static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
+{
+    return gs_begin_ring_event(probe_id, size, reserve);
+}
+
+static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
+{
+    return gs_submit_ring(ctx, ev, size);
+}
+
+static __always_inline int gs_drop(__u8 *ev)
+{
+    return gs_drop_ring(ev);
 }
 """
 _EVENTS_DECL = {
@@ -146,10 +164,12 @@ def _runtime_section(plan: Plan) -> str:
 
 
 def _event_builder(transport: EventTransport, events: str, scratch: str) -> str:
-    """gs_begin_event / gs_submit. Over the ring buffer, the loader picks
-    one of two builds: sleepable (events in reserved ring space) or not
-    (per-CPU scratch). Sleepable programs cannot use perf event arrays, so
-    the perf build has only the scratch variant."""
+    """gs_begin_event / gs_submit / gs_drop. Over the ring buffer, the
+    loader picks one of two builds: sleepable (events in reserved ring
+    space) or not (per-CPU scratch); in both, an event too large for the
+    scratch uses the ring variants (_event_functions). Sleepable programs
+    cannot use perf event arrays, so the perf build has only the scratch
+    variant."""
     submit = Template(_SUBMIT[transport]).substitute(events=events)
     in_scratch = Template((_HERE / "events_scratch.c.in").read_text()).substitute(
         scratch=scratch, submit=submit)
@@ -158,14 +178,15 @@ def _event_builder(transport: EventTransport, events: str, scratch: str) -> str:
                 '#error "sleepable programs cannot use perf event arrays"\n'
                 f"#endif\n{in_scratch}")
     reserved = Template((_HERE / "events_reserved.c.in").read_text()).substitute(events=events)
-    return f"#if {c.SLEEPABLE_MACRO}\n{reserved}#else\n{in_scratch}#endif"
+    return f"{reserved}\n#if {c.SLEEPABLE_MACRO}{_RING_BY_DEFAULT}#else\n{in_scratch}#endif"
 
 
 def emit_probe(probe: ProbePlan) -> str:
     """One BPF function: start the event, run the steps, submit."""
     site = probe.site
     w = CWriter()
-    _begin_event(w, probe)
+    functions = _event_functions(probe)
+    _begin_event(w, probe, functions.begin)
     w.line("__u8 gs_st = 0;")
     w.line("__u64 gs_fa = 0;")
     # Every load goes through this one stack slot (scalar.py _load), so the
@@ -191,20 +212,43 @@ def emit_probe(probe: ProbePlan) -> str:
         executed = " | ".join(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word})"
                               for word in range(probe.bitmap_words))
         w.line(f"if (!({executed}))")
-        w.line("    return gs_drop(ev);")
-    w.line(f"return gs_submit(ctx, ev, {probe.event_size});")
+        w.line(f"    return {functions.drop}(ev);")
+    w.line(f"return {functions.submit}(ctx, ev, {probe.event_size});")
     header = f"int {c.probe_function_name(site.probe_id)}(struct pt_regs *ctx)\n{{"
     return "\n".join([header, w.text(), "}", ""])
 
 
-def _begin_event(w: CWriter, probe: ProbePlan) -> None:
-    """Start the event. Its reservation (sleepable probes) also holds the
-    probe's work area, after the event; the per-CPU scratch has room for
-    one after any event (GS_SCRATCH_SIZE = GS_MAX_EVENT_SIZE + GS_WORK_SIZE)."""
+@dataclass(frozen=True)
+class _EventFunctions:
+    begin: str
+    submit: str
+    drop: str
+
+
+_BUILD_DEFAULT = _EventFunctions("gs_begin_event", "gs_submit", "gs_drop")
+_RING = _EventFunctions("gs_begin_ring_event", "gs_submit_ring", "gs_drop_ring")
+
+
+def _event_functions(probe: ProbePlan) -> _EventFunctions:
+    """An event and work area larger than the per-CPU scratch go into a
+    ring reservation in every build (plan/limits.py: only ring-buffer
+    plans have such events)."""
+    return _RING if _reserve(probe) > abi().constants["GS_SCRATCH_SIZE"] else _BUILD_DEFAULT
+
+
+def _reserve(probe: ProbePlan) -> int:
+    """Bytes the event needs: itself, then its work area when it has one
+    (the scratch has room for one after any event it holds)."""
+    if not _uses_work_area(probe):
+        return probe.event_size
+    return _align(probe.event_size, 8) + abi().constants["GS_WORK_SIZE"]
+
+
+def _begin_event(w: CWriter, probe: ProbePlan, begin: str) -> None:
+    """Start the event; the probe's work area follows it."""
     uses_work = _uses_work_area(probe)
     work_at = _align(probe.event_size, 8)
-    reserve = work_at + abi().constants["GS_WORK_SIZE"] if uses_work else probe.event_size
-    w.line(f"__u8 *ev = gs_begin_event({probe.site.probe_id}, {probe.event_size}, {reserve});")
+    w.line(f"__u8 *ev = {begin}({probe.site.probe_id}, {probe.event_size}, {_reserve(probe)});")
     w.line("if (!ev)")
     w.line("    return 0;")
     w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")

@@ -11,6 +11,7 @@ from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType,
 from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan import arith, ir
 from gs_cgen.plan.expr import ExprPlanner
+from gs_cgen.plan.limits import EventLimit, event_limit, object_cap
 from gs_cgen.plan.locations import SYNTHETIC_POINTER
 from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, CompositeCapture,
                                 CompositePiece, ConditionCapture, DumpCapture, DumpRef,
@@ -27,8 +28,6 @@ from gs_cgen.script import ast
 
 # Each slot: status byte, u32 length at +4, u64 address at +8, then data.
 SLOT_HEADER_SIZE = 16
-# Structs and arrays larger than this are captured truncated.
-OBJECT_CAP = 2048
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,8 @@ class _ProbeBuilder:
 
     def build(self) -> ProbePlan:
         steps = self._block(self.block.body)
-        return _layout(self.site, self.slots, self.lines, steps)
+        return _layout(self.site, self.slots, self.lines, steps,
+                       event_limit(self.options.transport))
 
     # --------------------------------------------------------- statements
     def _block(self, body: tuple[ast.Stmt, ...]) -> tuple[Step, ...]:
@@ -217,7 +217,7 @@ class _ProbeBuilder:
             case ir.KnownBytesPlace(data=data, ctype=t):
                 return KnownBytesCapture(data, t), 0
             case ir.CompositePlace():
-                return _composite_capture(place)
+                return _composite_capture(place, object_cap(self.options.transport))
             case ir.ValuePlace(value=v, ctype=t) | ir.BitFieldPlace(value=v, ctype=t):
                 if arith.is_string_type(t) and kind is not ast.FormatKind.POINTER:
                     return self._string(v, t)
@@ -230,7 +230,8 @@ class _ProbeBuilder:
         if kind is ast.FormatKind.POINTER and isinstance(strip(ctype), ArrayType):
             return ScalarCapture(place.address, arith.pointer_to(strip(ctype).element)), 8
         size = type_size(ctype)
-        cap = self.options.mem_dump_cap if arith.is_string_type(ctype) else OBJECT_CAP
+        cap = self.options.mem_dump_cap if arith.is_string_type(ctype) \
+            else object_cap(self.options.transport)
         return MemoryCapture(place.address, ctype, min(size, cap)), min(size, cap)
 
     def _string(self, pointer: ir.Scalar, ctype) -> tuple[StringCapture, int]:
@@ -273,12 +274,12 @@ class _ProbeBuilder:
         return len(self.slots) - 1
 
 
-def _composite_capture(place: ir.CompositePlace) -> tuple[Capture, int]:
+def _composite_capture(place: ir.CompositePlace, cap: int) -> tuple[Capture, int]:
     """The whole of an object in pieces; the parts the compiler left out
     are gaps the renderer shows as `<OPTIMIZED_OUT>` members."""
     if all(part.place is None for part in place.parts):
         return NoCapture(place.ctype, "optimized out", True), 0
-    size = min(type_size(place.ctype), OBJECT_CAP)
+    size = min(type_size(place.ctype), cap)
     pieces, gaps = [], []
     for part in place.parts:
         if part.offset >= size:
@@ -313,7 +314,7 @@ def _typed_read(place: ir.Place, expr: ast.Expr, kind: ast.FormatKind) -> ir.Pla
 
 
 def _layout(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],
-            steps: tuple[Step, ...]) -> ProbePlan:
+            steps: tuple[Step, ...], limit: EventLimit) -> ProbePlan:
     """Header, executed-lines bitmap, then 8-byte-aligned slots."""
     bitmap_offset = abi().structs["gs_event_hdr"].size
     bitmap_words = max(1, (len(lines) + 63) // 64)
@@ -324,11 +325,12 @@ def _layout(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],
         slots.append(ValueSlot(index, offset, data_offset, spec.size, spec.capture,
                                spec.text, spec.span))
         offset = data_offset + _align(spec.size, 8)
-    limit = abi().constants["GS_MAX_EVENT_SIZE"]
-    if offset > limit:
+    if offset > limit.size:
+        largest = max(specs, key=lambda spec: spec.size)
         raise PlanError(f"the values of '{site.pattern_text}' need {offset} bytes per event, "
-                        f"more than the {limit}-byte limit; split the trace block or lower "
-                        "--mem-dump-cap")
+                        f"more than the {limit.size}-byte limit ({limit.reason}); the largest "
+                        f"is '{largest.text}', {largest.size} bytes",
+                        span=largest.span, hints=(limit.hint,))
     return ProbePlan(site, tuple(slots), tuple(lines), steps, bitmap_offset, bitmap_words,
                      offset)
 

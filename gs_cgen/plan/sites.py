@@ -9,6 +9,10 @@ from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.script import ast
 
 
+# dwarf/lines.py: where gs-cgen and gdb's `break FILE:LINE` part ways.
+_NON_STATEMENT = "the line has only non-statement rows; gdb's break would stop at the next statement"
+
+
 @dataclass(frozen=True)
 class _Found:
     """One address a pattern names, before it becomes a ProbeSite."""
@@ -41,7 +45,8 @@ def _resolve(block: ast.TraceBlock, modules: ModuleSet) -> list[_Found]:
         case ast.FunctionPattern(name=name):
             return _functions(name, modules)
         case ast.LinePattern(file=file, line=line):
-            return [_Found(m, s.address, s.function, s.file, s.line, frame_die=s.frame_die)
+            return [_Found(m, s.address, s.function, s.file, s.line, frame_die=s.frame_die,
+                           function_note=None if s.statement else _NON_STATEMENT)
                     for m in modules.line_modules(file, line)
                     for s in sorted(m.find_lines(file, line), key=lambda s: s.address)]
         case ast.AddressPattern(address=address, module=suffix):

@@ -124,13 +124,13 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
     return offsets;
 }
 
-#if GS_SLEEPABLE
-/* Sleepable probes build each event in its own reserved ring space: a
- * probe that sleeps while a page is faulted in keeps its CPU (migrate-
- * disabled) but not the CPU to itself, so per-CPU scratch would not be
- * private. `reserve` covers the event and, after it, the probe's work area
- * when it has one. A reservation the ring refuses is a lost event. */
-static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
+/* Events built in their own reserved ring space: every event of a
+ * sleepable probe (one that sleeps while a page is faulted in keeps its CPU,
+ * migrate-disabled, but not the CPU to itself, so per-CPU scratch would not
+ * be private), and any event larger than the per-CPU scratch. `reserve`
+ * covers the event and, after it, the probe's work area when it has one.
+ * A reservation the ring refuses is a lost event. */
+static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u32 reserve)
 {
     __u8 *ev = gs_events.ringbuf_reserve(reserve);
     if (!ev) {
@@ -141,7 +141,7 @@ static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 re
     return ev;
 }
 
-static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
+static __always_inline int gs_submit_ring(struct pt_regs *ctx, __u8 *ev, __u32 size)
 {
     __u32 probe_id = ((struct gs_event_hdr *)ev)->probe_id;
     gs_events.ringbuf_submit(ev, 0);
@@ -151,10 +151,26 @@ static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
 
 /* Nothing to render (every print sat in a branch not taken): give the
  * space back, count nothing, so the reader is not kept busy with it. */
-static __always_inline int gs_drop(__u8 *ev)
+static __always_inline int gs_drop_ring(__u8 *ev)
 {
     gs_events.ringbuf_discard(ev, 0);
     return 0;
+}
+
+#if GS_SLEEPABLE
+static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
+{
+    return gs_begin_ring_event(probe_id, size, reserve);
+}
+
+static __always_inline int gs_submit(struct pt_regs *ctx, __u8 *ev, __u32 size)
+{
+    return gs_submit_ring(ctx, ev, size);
+}
+
+static __always_inline int gs_drop(__u8 *ev)
+{
+    return gs_drop_ring(ev);
 }
 #else
 /* Non-sleepable probes build their event in per-CPU scratch, then copy it

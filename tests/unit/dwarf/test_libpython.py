@@ -69,7 +69,7 @@ def test_find_global_by_address_search(libpython):
 # gdb 13 on the yardstick build: `break Objects/dictobject.c:LINE`. Several
 # rows share each address in this -O3 code; gdb drops a file's rows at an
 # address where the line program then switches to another file
-# (dwarf/sites.py gdb_visible_rows), and moves to the next line with code.
+# (dwarf/lines.py gdb_visible_rows), and moves to the next line with code.
 DICT_LINES = (1874, 1897, 1899, 1903, 1906)
 
 

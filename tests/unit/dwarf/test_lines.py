@@ -69,7 +69,7 @@ def test_rows_a_file_switch_at_the_same_address_discards_as_gdb_does():
     # program then moves on to 0x14 in the same file). f.c 14 sits at the
     # sequence's end address: the end marker drops it.
     from gs_cgen.dwarf.index import LineTable, Row
-    from gs_cgen.dwarf.sites import gdb_visible_rows
+    from gs_cgen.dwarf.lines import gdb_visible_rows
 
     def row(address, file, line, end=False):
         return Row(address, file, line, True, False, end)
