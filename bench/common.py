@@ -267,12 +267,3 @@ def check_clean(watch: CodeWatch, pid: int, who: str, deadline: float = 3.0) -> 
     if restored is False:
         note(f"{who}: {os.path.basename(watch.path)} code still patched in pid {pid} after the tracer ended")
     return restored is not False and not left
-
-
-def events_in(path: str, pattern: re.Pattern) -> int:
-    count = 0
-    with open(path, errors="replace") as f:
-        for line in f:
-            if pattern.search(line):
-                count += 1
-    return count
