@@ -38,7 +38,7 @@ class Plan:
         self.rounds = 2 if quick else 5
         self.n_nop, self.n_mov, self.n_python = (100_000, 20_000, 100_000) if quick else \
             (200_000, 50_000, 200_000)
-        self.warm, self.cold = (3, 1) if quick else (5, 3)
+        self.warm, self.cold = (2, 1) if quick else (5, 3)
         self.n_flood, self.event_rounds = (200_000, 1) if quick else (500_000, 3)
         self.probe_counts = [1, 10] if quick else [1, 10, 100]
 
