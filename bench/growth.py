@@ -44,6 +44,9 @@ def script(functions: list[str]) -> str:
 
 def measure(library: str, counts: list[int]) -> list[GrowthRow]:
     rows = []
+    # one untimed run first: the first compile of a session pays for loading
+    # clang's and the libraries' pages, which is no cost of the probe count
+    run_rss([GS, "trace", "-t", library, "-s", script(exported_functions(library, 1)), "--dry-run"])
     for count in counts:
         progress(f"growth: --dry-run with {count} probe(s) on libpython")
         functions = exported_functions(library, count)

@@ -58,6 +58,7 @@ class Handle:
 class Tracer:
     name = "?"
     lost_pattern = re.compile(r"$^")
+    lost_reports_add_up = False     # each report counts new losses (else: the last is the total)
     event_pattern = re.compile(r"^tick \d+$")
 
     def available(self) -> str | None:
@@ -77,7 +78,9 @@ class Tracer:
 
     def lost(self, handle: Handle) -> int | None:
         found = self.lost_pattern.findall(read_text(handle.err_path) + read_text(handle.out_path))
-        return int(found[-1]) if found else None
+        if not found:
+            return None
+        return sum(map(int, found)) if self.lost_reports_add_up else int(found[-1])
 
     def delivered(self, handle: Handle) -> list[str]:
         """The event lines it printed (for kind print/bt)."""
@@ -128,6 +131,7 @@ class GsCgenJson(GsCgen):
 class Bpftrace(Tracer):
     name = "bpftrace"
     lost_pattern = re.compile(r"Lost (\d+) events")
+    lost_reports_add_up = True
 
     def available(self):
         return None if have("bpftrace") else "bpftrace not installed"
@@ -197,18 +201,14 @@ class PerfProbe(Tracer):
         return [f"tick {int(m.group(1), 0)}" for m in re.finditer(r"i=(\S+)", res.stdout)]
 
     def lost(self, handle):
+        """perf report --stats ends with a per-event block whose
+        LOST_SAMPLES line counts the samples lost (the first block counts
+        records); no such line: nothing was lost."""
         data = handle.out_path[:-len(".out")] + ".data"
         res = subprocess.run(["perf", "report", "-i", data, "--stats"], capture_output=True,
                              text=True, env=ENV)
-        m = re.search(r"LOST events:\s+(\d+)", res.stdout)
-        samples = re.search(r"LOST_SAMPLES events:\s+(\d+)", res.stdout)
-        if not m and not samples:
-            return 0
-        # LOST records count lost batches; each carries how many samples it lost
-        dump = subprocess.run(["perf", "report", "-i", data, "-D"], capture_output=True,
-                              text=True, env=ENV).stdout
-        return sum(int(x) for x in re.findall(r"PERF_RECORD_LOST .*? lost (\d+)", dump)) or \
-            sum(int(x) for x in re.findall(r"PERF_RECORD_LOST_SAMPLES lost (\d+)", dump))
+        found = re.findall(r"LOST_SAMPLES events:\s+(\d+)", res.stdout)
+        return int(found[-1]) if found else 0
 
 
 class RawFtrace(Tracer):
