@@ -732,13 +732,34 @@ class ModuleDebugInfo:
         cu = self._dwarf.cu_for_address(near_pc) if near_pc is not None else None
         local = [d for d in dies if cu is not None and d.cu.cu_offset == cu.cu_offset]
         die = (local or dies)[0]
-        enum = self._types.build(die.get_parent())
-        return enum, dict(enum.enumerators)[name]
+        enumeration = _enumeration_holding(die)
+        if enumeration is None:
+            return None
+        enum = self._types.build(enumeration)
+        value = dict(enum.enumerators).get(name)
+        return None if value is None else (enum, value)
 
     def type_names(self) -> list[str]:
         """Names of the file-scope types, for an unknown name's candidates."""
         self.require_debug_info()
         return list(self._dwarf.type_names())
+
+
+def _enumeration_holding(enumerator):
+    """The DW_TAG_enumeration_type an enumerator DIE found by a raw search
+    belongs to: its enumerators are its first children, so it is the last
+    enumeration type before the enumerator in its CU (a DIE parsed on its
+    own has no parent link in pyelftools)."""
+    holder = None
+    try:
+        for die in enumerator.cu.iter_DIEs():
+            if die.offset == enumerator.offset:
+                return holder
+            if die.tag == "DW_TAG_enumeration_type":
+                holder = die
+    except (ValueError, KeyError, IndexError):
+        return None
+    return None
 
 
 # What GNU as records for a .S file (DWARF 5 section 7.12 leaves assembly
