@@ -10,8 +10,8 @@ from typing import Callable
 
 from gs_cgen.abi import abi
 from gs_cgen.pipeline import Compiled
-from gs_cgen.render.decode import decode, event_header
-from gs_cgen.render.output import make_sink
+from gs_cgen.render.decode import event_ids_reader
+from gs_cgen.render.output import EventWriter
 from gs_cgen.runtime import target as proc
 from gs_cgen.runtime.collector import LossReports, collect
 from gs_cgen.runtime.launch import LaunchedCommand
@@ -84,27 +84,33 @@ def _start(launched: LaunchedCommand, keeper: OffsetKeeper) -> None:
 def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, diagnostics,
           keeper: OffsetKeeper, launched: LaunchedCommand | None) -> int:
     probes = {p.site.probe_id: p for p in compiled.plan.probes}
-    sink = make_sink(options.output, FrameResolver())
+    writer = EventWriter(options.output, probes, FrameResolver())
+    renderers, emit = writer.renderers, writer.chunks.append
     kinds = abi().constants
+    notices = (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"])
+    read_ids = event_ids_reader()
     rendered = 0
     deadline = None if options.duration is None else time.monotonic() + options.duration
 
-    def on_event(raw: bytes) -> bool:
+    def on_event(buffer, offset: int, size: int) -> bool:
         """False once no more events are wanted (ends the current poll)."""
         nonlocal rendered
-        header = event_header(raw)
-        if header["kind"] in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
-            keeper.watch(header["key_pid"])
+        probe_id, kind, key_pid = read_ids(buffer, offset)
+        if kind in notices:
+            keeper.watch(key_pid)
             return True
-        if max_events_reached():
+        if options.max_events is not None and rendered >= options.max_events:
             return False
-        probe = probes.get(header["probe_id"])
-        if probe is not None and sink(decode(raw, probe), probe):
-            rendered += 1
+        render = renderers.get(probe_id)
+        if render is not None:
+            text, count = render(buffer, offset, size)
+            if count:
+                emit(text)
+                rendered += 1
         return True
 
     def should_stop() -> bool:
-        sys.stdout.flush()       # once per poll batch, not per event
+        writer.flush()           # one write per poll batch, not per event
         keeper.retry()
         if max_events_reached():
             return True
@@ -124,9 +130,11 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
     losses = LossReports(
         periodic=lambda new, total: diagnostics(f"lost {new} events ({total} in total)"),
         final=lambda total: diagnostics(f"lost {total} events in total"))
-    collect(session, on_event, should_stop, losses,
-            unread_is_lost=lambda: not max_events_reached())
-    sys.stdout.flush()
+    try:
+        collect(session, on_event, should_stop, losses,
+                unread_is_lost=lambda: not max_events_reached())
+    finally:
+        writer.flush()           # what the end-of-trace drain rendered
     return 0
 
 

@@ -88,6 +88,20 @@ def event_header(raw: bytes) -> dict[str, int]:
     return abi().structs["gs_event_hdr"].unpack_fast(raw)
 
 
+def event_ids_reader():
+    """A function (buffer, offset) -> (probe_id, kind, key_pid) of the event
+    header there: what the tracer needs to route an event, in one unpack."""
+    hdr = abi().structs["gs_event_hdr"]
+    parts, position = ["<"], 0
+    for name in ("probe_id", "kind", "key_pid"):
+        field = hdr.field(name)
+        if field.offset > position:
+            parts.append(f"{field.offset - position}x")
+        parts.append(field.format)
+        position = field.offset + field.size
+    return struct.Struct("".join(parts)).unpack_from
+
+
 def decode(raw: bytes, probe: ProbePlan) -> Event:
     hdr = event_header(raw)
     executed = 0
@@ -127,14 +141,9 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         return values.error_value(status, address, None, slot.ctype)
     match capture:
         case ScalarCapture(ctype=ctype):
-            number = int.from_bytes(data[:8], "little")
-            if arith.is_integer(ctype) or ctype is None:
-                return values.decode_integer(ctype, number)
-            size = min(type_size(ctype), 8)
-            return values.decode_object(ctype, data[:size])
+            return scalar_value(ctype, int.from_bytes(data[:8], "little"))
         case MemoryCapture(ctype=ctype, size=size):
-            return values.decode_object(ctype, data[:size], size < type_size(ctype),
-                                        address=address)
+            return memory_value(ctype, data, size, address)
         case CompositeCapture(ctype=ctype, size=size, gaps=gaps):
             return values.decode_object(ctype, data[:size], size < type_size(ctype), gaps=gaps)
         case StringCapture(ctype=ctype, cap=cap):
@@ -150,3 +159,19 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             frames = struct.unpack_from(f"<{count}Q", data)
             return Backtrace(tuple(f for f in frames if f), count >= limit)
     raise TypeError(capture)
+
+
+def scalar_value(ctype, number: int):
+    """The value of a ScalarCapture whose 64-bit register held `number`."""
+    from gs_cgen.render import values  # noqa: PLC0415
+    if arith.is_integer(ctype) or ctype is None:
+        return values.decode_integer(ctype, number)
+    size = min(type_size(ctype), 8)
+    return values.decode_object(ctype, number.to_bytes(8, "little")[:size])
+
+
+def memory_value(ctype, data: bytes, size: int, address: int):
+    """The value of a MemoryCapture that copied `size` bytes (`data`) from
+    `address`; fewer than the type's size when the copy was capped."""
+    from gs_cgen.render import values  # noqa: PLC0415
+    return values.decode_object(ctype, data[:size], size < type_size(ctype), address=address)

@@ -9,6 +9,7 @@ drained for a bounded time: whatever is still unread then is lost too. So
 read + lost = produced, exactly."""
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -69,44 +70,67 @@ class LossReports:
     final: Callable[[int], None]
 
 
-def collect(session, on_event: Callable[[bytes], bool], should_stop: Callable[[], bool],
+# on_event(buffer, offset, size): the event is buffer[offset:offset + size]
+EventHandler = Callable[[object, int, int], bool]
+
+
+def collect(session, on_event: EventHandler, should_stop: Callable[[], bool],
             losses: LossReports, unread_is_lost: Callable[[], bool] = lambda: True,
             poll_ms: int = 100) -> EventAccount:
     """Poll until `should_stop()`; then detach, drain and settle the account.
+    `on_event` returns False when it wants no more events (ends the poll).
     `unread_is_lost()` is asked at the end: False when the caller stopped
     wanting events (--max-events), so events left unread are not losses."""
     account = EventAccount()
-    kind_at = abi().structs["gs_event_hdr"].field("kind").offset
-    trace_kind = abi().constants["GS_EVENT_TRACE"]
-
-    def counting(raw: bytes) -> bool:
-        if int.from_bytes(raw[kind_at:kind_at + 4], "little") == trace_kind:
-            account.received += 1
-        return on_event(raw)
-
-    session.open_events(counting)
+    handle = _batch_handler(session, on_event, account)
+    session.open_events()
     try:
         while not should_stop():
-            session.poll(poll_ms)
+            handle(session.poll(poll_ms))
             account.counts = session.event_counts()
             if report := account.due_report(time.monotonic()):
                 losses.periodic(*report)
     finally:
         session.detach()
-        _drain(session, account)
+        _drain(session, handle, account)
         account.counts = session.event_counts()
         if total := account.lost(unread_is_lost()):
             losses.final(total)
     return account
 
 
-def _drain(session, account: EventAccount) -> None:
+def _batch_handler(session, on_event: EventHandler, account: EventAccount):
+    """handle(batch) -> True when the whole batch was handled. Counts the
+    trace events handed to `on_event` (the one that says stop included), and
+    releases them, also when `on_event` raises."""
+    kind = struct.Struct("<I")
+    kind_at = abi().structs["gs_event_hdr"].field("kind").offset
+    trace_kind = abi().constants["GS_EVENT_TRACE"]
+
+    def handle(batch) -> bool:
+        received, end = 0, None
+        try:
+            for buffer, offset, size, end in batch:
+                if kind.unpack_from(buffer, offset + kind_at)[0] == trace_kind:
+                    received += 1
+                if on_event(buffer, offset, size) is False:
+                    return False
+            return True
+        finally:
+            account.received += received
+            if end is not None:
+                session.release(end)
+    return handle
+
+
+def _drain(session, handle, account: EventAccount) -> None:
     """Read what is left until every event the probes sent is read, for
     DRAIN_SECONDS at most. An empty poll is not the end: a sleepable probe
     may still hold a reservation (waiting for a page fault), and the ring
     cannot be read past it until it is submitted."""
     deadline = time.monotonic() + DRAIN_SECONDS
     while time.monotonic() < deadline:
-        more = session.poll(10)
-        if not more and account.received >= session.event_counts().sent:
+        if not handle(session.poll(10)):
+            return                       # the caller wants no more events
+        if account.received >= session.event_counts().sent:
             return
