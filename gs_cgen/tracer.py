@@ -10,7 +10,6 @@ from typing import Callable
 
 from gs_cgen.abi import abi
 from gs_cgen.pipeline import Compiled
-from gs_cgen.render.decode import event_ids_reader
 from gs_cgen.render.output import EventWriter
 from gs_cgen.runtime import target as proc
 from gs_cgen.runtime.collector import LossReports, collect
@@ -87,19 +86,14 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
     writer = EventWriter(options.output, probes, FrameResolver())
     renderers, emit = writer.renderers, writer.chunks.append
     kinds = abi().constants
-    notices = (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"])
-    read_ids = event_ids_reader()
+    limit = float("inf") if options.max_events is None else options.max_events
     rendered = 0
     deadline = None if options.duration is None else time.monotonic() + options.duration
 
-    def on_event(buffer, offset: int, size: int) -> bool:
+    def on_event(probe_id: int, buffer, offset: int, size: int) -> bool:
         """False once no more events are wanted (ends the current poll)."""
         nonlocal rendered
-        probe_id, kind, key_pid = read_ids(buffer, offset)
-        if kind in notices:
-            keeper.watch(key_pid)
-            return True
-        if options.max_events is not None and rendered >= options.max_events:
+        if rendered >= limit:
             return False
         render = renderers.get(probe_id)
         if render is not None:
@@ -108,6 +102,11 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
                 emit(text)
                 rendered += 1
         return True
+
+    def on_notice(kind: int, key_pid: int) -> None:
+        """A probe found no load offsets for key_pid, or key_pid exec'd."""
+        if kind in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
+            keeper.watch(key_pid)
 
     def should_stop() -> bool:
         writer.flush()           # one write per poll batch, not per event
@@ -125,14 +124,14 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         return stop.raised
 
     def max_events_reached() -> bool:
-        return options.max_events is not None and rendered >= options.max_events
+        return rendered >= limit
 
     losses = LossReports(
         periodic=lambda new, total: diagnostics(f"lost {new} events ({total} in total)"),
         final=lambda total: diagnostics(f"lost {total} events in total"))
     try:
         collect(session, on_event, should_stop, losses,
-                unread_is_lost=lambda: not max_events_reached())
+                unread_is_lost=lambda: not max_events_reached(), on_notice=on_notice)
     finally:
         writer.flush()           # what the end-of-trace drain rendered
     return 0

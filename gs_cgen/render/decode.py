@@ -88,20 +88,6 @@ def event_header(raw: bytes) -> dict[str, int]:
     return abi().structs["gs_event_hdr"].unpack_fast(raw)
 
 
-def event_ids_reader():
-    """A function (buffer, offset) -> (probe_id, kind, key_pid) of the event
-    header there: what the tracer needs to route an event, in one unpack."""
-    hdr = abi().structs["gs_event_hdr"]
-    parts, position = ["<"], 0
-    for name in ("probe_id", "kind", "key_pid"):
-        field = hdr.field(name)
-        if field.offset > position:
-            parts.append(f"{field.offset - position}x")
-        parts.append(field.format)
-        position = field.offset + field.size
-    return struct.Struct("".join(parts)).unpack_from
-
-
 def decode(raw: bytes, probe: ProbePlan) -> Event:
     hdr = event_header(raw)
     executed = 0

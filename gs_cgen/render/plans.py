@@ -84,22 +84,31 @@ class _Number:
 
 @dataclass(frozen=True)
 class _Line:
-    word: int                     # index of its executed-bitmap word in the unpacked tuple
+    """One rendered line. Indices are into the tuple the plan's struct
+    unpacks; converters (None: the number as is) apply to the values in
+    order."""
+
+    word: int                     # its executed-bitmap word
     mask: int
     general: bool                 # only the general path renders it
-    statuses: Callable = None     # unpacked tuple -> its values' status bytes (a tuple)
-    plain_args: Callable = None   # unpacked tuple -> %-format arguments
+    statuses: tuple[int, ...] = ()
+    values: tuple[int, ...] = ()
     plain: str = ""               # %-format of the line
-    json_line_args: Callable = None
-    json_line: str = ""           # the line as a JSON string (inside the quotes)
-    json_value_args: Callable = None
-    json_values: str = ""         # its "values" entries, joined by ", "
+    text_converters: tuple = ()
+    json_line: str = ""           # %-format of the line as a JSON string, inside its quotes
+    json_line_converters: tuple = ()
+    json_values: str = ""         # %-format of its "values" entries, joined by ", "
+    json_value_converters: tuple = ()
+
+    @property
+    def zeros(self) -> tuple[int, ...]:
+        return (0,) * len(self.statuses)
 
 
 @dataclass(frozen=True)
 class _Plan:
     reader: struct.Struct
-    header: Callable              # unpacked tuple -> (pid, tid, timestamp_ns)
+    header: tuple[int, ...]       # pid, tid, timestamp_ns
     lines: tuple[_Line, ...]
 
 
@@ -141,7 +150,7 @@ def _compile(probe: ProbePlan) -> _Plan | None:
     lines = tuple(_make_line(fields, index) for fields in pending)
     if all(line.general for line in lines):
         return None
-    return _Plan(reader, _getter([index[key] for key in header_keys]), lines)
+    return _Plan(reader, tuple(index[key] for key in header_keys), lines)
 
 
 def _line_fields(line, probe: ProbePlan, layout: _Layout) -> dict:
@@ -180,14 +189,14 @@ def _make_line(fields: dict, index) -> _Line:
     json_line = "".join(n.conversion if n else _json_literal(p) for p, n in paired)
     return _Line(
         word, mask, False,
-        statuses=_getter([index[key] for key in fields["statuses"]]),
-        plain_args=_arguments(value_indices, [n.text for n in numbers]),
+        statuses=tuple(index[key] for key in fields["statuses"]),
+        values=tuple(value_indices),
         plain=plain,
-        json_line_args=_arguments(value_indices, [n.text and _json_escaped(n.text)
-                                                  for n in numbers]),
+        text_converters=tuple(n.text for n in numbers),
         json_line=json_line,
-        json_value_args=_arguments(value_indices, [n.json_value for n in numbers]),
-        json_values=", ".join(_json_value_entry(slot, n) for slot, n in zip(slots, numbers)))
+        json_line_converters=tuple(n.text and _json_escaped(n.text) for n in numbers),
+        json_values=", ".join(_json_value_entry(slot, n) for slot, n in zip(slots, numbers)),
+        json_value_converters=tuple(n.json_value for n in numbers))
 
 
 def _pair(pieces, numbers):
@@ -224,7 +233,7 @@ def _json_value_entry(slot: ValueSlot, number: _Number) -> str:
     return f'{head.replace("%", "%%")}, "value": {conversion}, "status": "ok"}}'
 
 
-def _getter(indices: list[int]) -> Callable:
+def _getter(indices) -> Callable:
     """unpacked tuple -> tuple of the items at `indices` (always a tuple)."""
     if not indices:
         return lambda fields: ()
@@ -234,7 +243,7 @@ def _getter(indices: list[int]) -> Callable:
     return itemgetter(*indices)
 
 
-def _arguments(indices: list[int], converters: list) -> Callable:
+def _arguments(indices, converters) -> Callable:
     """unpacked tuple -> the %-format arguments, converted where needed."""
     pick = _getter(indices)
     if not any(converters):
@@ -307,17 +316,18 @@ def _memo(convert: Callable[[int], str], base) -> Callable[[int], str]:
 def _plain_renderer(plan: _Plan, general: Renderer) -> Renderer:
     read = plan.reader.unpack_from
     # Tuples, unpacked in the loop: cheaper than attribute lookups per event.
-    steps = tuple((line.word, line.mask, line.general, line.statuses, line.plain + "\n",
-                   line.plain_args) for line in plan.lines)
+    steps = tuple((line.word, line.mask, line.general, _getter(line.statuses), line.zeros,
+                   line.plain + "\n", _arguments(line.values, line.text_converters))
+                  for line in plan.lines)
     if len(steps) == 1 and not steps[0][2]:
         return _plain_single_line(read, steps[0], general)
 
     def plain(buffer, offset: int, size: int) -> tuple[str, int]:
         fields = read(buffer, offset)
         out = []
-        for word, mask, only_general, statuses, fmt, args in steps:
+        for word, mask, only_general, statuses, zeros, fmt, args in steps:
             if fields[word] & mask:
-                if only_general or any(statuses(fields)):
+                if only_general or statuses(fields) != zeros:
                     return general(buffer, offset, size)
                 out.append(fmt % args(fields))
         return "".join(out), len(out)
@@ -326,36 +336,40 @@ def _plain_renderer(plan: _Plan, general: Renderer) -> Renderer:
 
 def _plain_single_line(read, step, general: Renderer) -> Renderer:
     """The common probe: one `print`."""
-    word, mask, _, statuses, fmt, args = step
+    word, mask, _, statuses, zeros, fmt, args = step
 
     def plain(buffer, offset: int, size: int) -> tuple[str, int]:
         fields = read(buffer, offset)
         if not fields[word] & mask:
             return "", 0
-        if any(statuses(fields)):
+        if statuses(fields) != zeros:
             return general(buffer, offset, size)
         return fmt % args(fields), 1
     return plain
 
 
 def _json_renderer(plan: _Plan, probe: ProbePlan, general: Renderer) -> Renderer:
-    read, lines, header = plan.reader.unpack_from, plan.lines, plan.header
+    read, lines = plan.reader.unpack_from, plan.lines
     head = ('{"trace": ' + json.dumps(probe.site.pattern_text).replace("%", "%%") +
             ', "pid": %d, "tid": %d, "timestamp_ns": %d, "lines": [')
-
     if len(lines) == 1 and not lines[0].general:
         return _json_single_line(read, plan, head, general)
+    header = _getter(plan.header)
+    steps = tuple((line.word, line.mask, line.general, _getter(line.statuses), line.zeros,
+                   '"' + line.json_line + '"', _arguments(line.values, line.json_line_converters),
+                   line.json_values, _arguments(line.values, line.json_value_converters))
+                  for line in lines)
 
     def as_json(buffer, offset: int, size: int) -> tuple[str, int]:
         fields = read(buffer, offset)
         texts, values = [], []
-        for line in lines:
-            if fields[line.word] & line.mask:
-                if line.general or any(line.statuses(fields)):
+        for word, mask, only_general, statuses, zeros, text, text_args, value, value_args in steps:
+            if fields[word] & mask:
+                if only_general or statuses(fields) != zeros:
                     return general(buffer, offset, size)
-                texts.append('"' + line.json_line % line.json_line_args(fields) + '"')
-                if line.json_values:
-                    values.append(line.json_values % line.json_value_args(fields))
+                texts.append(text % text_args(fields))
+                if value:
+                    values.append(value % value_args(fields))
         if not texts:
             return "", 0
         return (head % header(fields) + ", ".join(texts) + '], "values": [' +
@@ -367,15 +381,17 @@ def _json_single_line(read, plan: _Plan, head: str, general: Renderer) -> Render
     """One `print`: the whole object is one %-format over one tuple (header
     fields, the line's arguments, the values' arguments)."""
     line = plan.lines[0]
-    word, mask, statuses = line.word, line.mask, line.statuses
+    word, mask, statuses, zeros = line.word, line.mask, _getter(line.statuses), line.zeros
     fmt = f'{head}"{line.json_line}"], "values": [{line.json_values}]}}\n'
-    header, line_args, value_args = plan.header, line.json_line_args, line.json_value_args
+    arguments = _arguments(plan.header + line.values * 2,
+                           (None,) * len(plan.header) + line.json_line_converters
+                           + line.json_value_converters)
 
     def as_json(buffer, offset: int, size: int) -> tuple[str, int]:
         fields = read(buffer, offset)
         if not fields[word] & mask:
             return "", 0
-        if any(statuses(fields)):
+        if statuses(fields) != zeros:
             return general(buffer, offset, size)
-        return fmt % (header(fields) + line_args(fields) + value_args(fields)), 1
+        return fmt % arguments(fields), 1
     return as_json

@@ -70,19 +70,23 @@ class LossReports:
     final: Callable[[int], None]
 
 
-# on_event(buffer, offset, size): the event is buffer[offset:offset + size]
-EventHandler = Callable[[object, int, int], bool]
+# on_event(probe_id, buffer, offset, size), per trace event, whose bytes are
+# buffer[offset:offset + size] (valid during the call only); False: no more.
+EventHandler = Callable[[int, object, int, int], bool]
+# on_notice(kind, key_pid): a probe's GS_EVENT_OFFSETS_MISS or GS_EVENT_EXEC
+NoticeHandler = Callable[[int, int], None]
 
 
 def collect(session, on_event: EventHandler, should_stop: Callable[[], bool],
             losses: LossReports, unread_is_lost: Callable[[], bool] = lambda: True,
+            on_notice: NoticeHandler = lambda kind, key_pid: None,
             poll_ms: int = 100) -> EventAccount:
     """Poll until `should_stop()`; then detach, drain and settle the account.
     `on_event` returns False when it wants no more events (ends the poll).
     `unread_is_lost()` is asked at the end: False when the caller stopped
     wanting events (--max-events), so events left unread are not losses."""
     account = EventAccount()
-    handle = _batch_handler(session, on_event, account)
+    handle = _batch_handler(session, on_event, on_notice, account)
     session.open_events()
     try:
         while not should_stop():
@@ -99,21 +103,38 @@ def collect(session, on_event: EventHandler, should_stop: Callable[[], bool],
     return account
 
 
-def _batch_handler(session, on_event: EventHandler, account: EventAccount):
-    """handle(batch) -> True when the whole batch was handled. Counts the
-    trace events handed to `on_event` (the one that says stop included), and
-    releases them, also when `on_event` raises."""
-    kind = struct.Struct("<I")
-    kind_at = abi().structs["gs_event_hdr"].field("kind").offset
+def event_ids_reader() -> Callable[[object, int], tuple[int, int, int]]:
+    """(buffer, offset) -> (probe_id, kind, key_pid) of the event header
+    there, in one unpack."""
+    hdr = abi().structs["gs_event_hdr"]
+    parts, position = ["<"], 0
+    for name in ("probe_id", "kind", "key_pid"):
+        field = hdr.field(name)
+        if field.offset > position:
+            parts.append(f"{field.offset - position}x")
+        parts.append(field.format)
+        position = field.offset + field.size
+    return struct.Struct("".join(parts)).unpack_from
+
+
+def _batch_handler(session, on_event: EventHandler, on_notice: NoticeHandler,
+                   account: EventAccount):
+    """handle(batch) -> False when `on_event` wanted no more. Counts the
+    trace events handed to `on_event` (the one that says stop included),
+    and releases what was handled, also when a handler raises."""
+    read_ids = event_ids_reader()
     trace_kind = abi().constants["GS_EVENT_TRACE"]
 
     def handle(batch) -> bool:
         received, end = 0, None
         try:
             for buffer, offset, size, end in batch:
-                if kind.unpack_from(buffer, offset + kind_at)[0] == trace_kind:
-                    received += 1
-                if on_event(buffer, offset, size) is False:
+                probe_id, kind, key_pid = read_ids(buffer, offset)
+                if kind != trace_kind:
+                    on_notice(kind, key_pid)
+                    continue
+                received += 1
+                if on_event(probe_id, buffer, offset, size) is False:
                     return False
             return True
         finally:

@@ -36,6 +36,8 @@ HEADER_SIZE = 8
 # size]; `end` is the ring position just past it, for release().
 Record = tuple[object, int, int, int]
 
+_FLAGS = BUSY_BIT | DISCARD_BIT
+_PADDED = HEADER_SIZE + 7             # a record's length + this, rounded down to 8
 _LENGTH = struct.Struct("@I")
 _POSITION = struct.Struct("@Q")
 
@@ -89,24 +91,25 @@ class RingBufferReader:
         buffer, start, mask = self.buffer, self._data_start, self._mask
         producer = _POSITION.unpack_from(buffer, 0)[0]
         records: list[Record] = []
-        while len(records) < limit:
+        append, unpack = records.append, _LENGTH.unpack_from
+        for _ in range(limit):
             if position >= producer:
                 producer = _POSITION.unpack_from(buffer, 0)[0]   # more since?
                 if position >= producer:
                     break
             at = start + (position & mask)
-            length = _LENGTH.unpack_from(buffer, at)[0]
-            if length & BUSY_BIT:
-                break
-            size = length & ~(BUSY_BIT | DISCARD_BIT)
-            position += (size + HEADER_SIZE + 7) & ~7
-            if length & DISCARD_BIT:
-                # Nothing to hand on; its space goes back with the next
-                # release, or now when it is the last one read.
+            length = unpack(buffer, at)[0]
+            if length & _FLAGS:
+                if length & BUSY_BIT:
+                    break
+                # Discarded: nothing to hand on; its space goes back with
+                # the next release, or now when nothing was read before it.
+                position += (length - DISCARD_BIT + _PADDED) & ~7
                 if not records:
                     self.release(position)
                 continue
-            records.append((buffer, at + HEADER_SIZE, size, position))
+            position += (length + _PADDED) & ~7
+            append((buffer, at + HEADER_SIZE, length, position))
         return records
 
     def release(self, end: int) -> None:
