@@ -27,6 +27,7 @@ from gs_cgen.runtime.target import SectionOffsets
 
 # Events handed on per poll at most, so stop conditions are checked often.
 POLL_BATCH = 4096
+PERF_WAKEUP_EVENTS = 64
 _PRELUDE_DIR = Path(__file__).resolve().parent.parent / "emit"
 
 
@@ -222,8 +223,10 @@ class TraceSession:
 
         # A failed perf_submit is already counted by the probe's per-CPU
         # counter; the ring's own PERF_RECORD_LOST would count it twice.
+        # The kernel wakes us every PERF_WAKEUP_EVENTS events, not every
+        # one (a wake-up costs the probed thread); poll() picks up the rest.
         table.open_perf_buffer(copy_out, page_cnt=abi().constants["GS_PERF_PAGES"],
-                               lost_cb=lambda count: None)
+                               lost_cb=lambda count: None, wakeup_events=PERF_WAKEUP_EVENTS)
 
     def poll(self, timeout_ms: int) -> list[Record]:
         """The events ready to read, at most POLL_BATCH, waiting up to
@@ -235,6 +238,8 @@ class TraceSession:
             return self.ring.poll(timeout_ms, POLL_BATCH)
         if not self.pending:
             self.bpf.perf_buffer_poll(timeout_ms)
+        if not self.pending:
+            self.bpf.perf_buffer_consume()      # fewer than PERF_WAKEUP_EVENTS waiting
         # perf_buffer_poll reads every CPU's ring whole: the events past
         # POLL_BATCH wait in `pending` for the next poll.
         return [(raw, 0, len(raw), count)
