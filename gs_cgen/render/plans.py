@@ -320,9 +320,13 @@ def _plain_renderer(plan: _Plan, general: Renderer) -> Renderer:
                    line.plain + "\n", _arguments(line.values, line.text_converters))
                   for line in plan.lines)
     if len(steps) == 1 and not steps[0][2]:
-        return _plain_single_line(read, steps[0], general)
+        return _plain_single_line(read, plan.reader.size, steps[0], general)
+
+    need = plan.reader.size
 
     def plain(buffer, offset: int, size: int) -> tuple[str, int]:
+        if size < need:                  # not an event this probe sends
+            return general(buffer, offset, size)
         fields = read(buffer, offset)
         out = []
         for word, mask, only_general, statuses, zeros, fmt, args in steps:
@@ -334,11 +338,13 @@ def _plain_renderer(plan: _Plan, general: Renderer) -> Renderer:
     return plain
 
 
-def _plain_single_line(read, step, general: Renderer) -> Renderer:
+def _plain_single_line(read, need: int, step, general: Renderer) -> Renderer:
     """The common probe: one `print`."""
     word, mask, _, statuses, zeros, fmt, args = step
 
     def plain(buffer, offset: int, size: int) -> tuple[str, int]:
+        if size < need:
+            return general(buffer, offset, size)
         fields = read(buffer, offset)
         if not fields[word] & mask:
             return "", 0
@@ -360,7 +366,11 @@ def _json_renderer(plan: _Plan, probe: ProbePlan, general: Renderer) -> Renderer
                    line.json_values, _arguments(line.values, line.json_value_converters))
                   for line in lines)
 
+    need = plan.reader.size
+
     def as_json(buffer, offset: int, size: int) -> tuple[str, int]:
+        if size < need:
+            return general(buffer, offset, size)
         fields = read(buffer, offset)
         texts, values = [], []
         for word, mask, only_general, statuses, zeros, text, text_args, value, value_args in steps:
@@ -387,7 +397,11 @@ def _json_single_line(read, plan: _Plan, head: str, general: Renderer) -> Render
                            (None,) * len(plan.header) + line.json_line_converters
                            + line.json_value_converters)
 
+    need = plan.reader.size
+
     def as_json(buffer, offset: int, size: int) -> tuple[str, int]:
+        if size < need:
+            return general(buffer, offset, size)
         fields = read(buffer, offset)
         if not fields[word] & mask:
             return "", 0
