@@ -10,8 +10,7 @@ from typing import Callable
 
 from gs_cgen.abi import abi
 from gs_cgen.pipeline import Compiled
-from gs_cgen.render.decode import decode, event_header
-from gs_cgen.render.output import make_sink
+from gs_cgen.render.output import EventWriter
 from gs_cgen.runtime import target as proc
 from gs_cgen.runtime.collector import LossReports, collect
 from gs_cgen.runtime.launch import LaunchedCommand
@@ -84,27 +83,33 @@ def _start(launched: LaunchedCommand, keeper: OffsetKeeper) -> None:
 def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, diagnostics,
           keeper: OffsetKeeper, launched: LaunchedCommand | None) -> int:
     probes = {p.site.probe_id: p for p in compiled.plan.probes}
-    sink = make_sink(options.output, FrameResolver())
+    writer = EventWriter(options.output, probes, FrameResolver())
+    renderers, emit = writer.renderers, writer.chunks.append
     kinds = abi().constants
+    limit = float("inf") if options.max_events is None else options.max_events
     rendered = 0
     deadline = None if options.duration is None else time.monotonic() + options.duration
 
-    def on_event(raw: bytes) -> bool:
+    def on_event(probe_id: int, buffer, offset: int, size: int) -> bool:
         """False once no more events are wanted (ends the current poll)."""
         nonlocal rendered
-        header = event_header(raw)
-        if header["kind"] in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
-            keeper.watch(header["key_pid"])
-            return True
-        if max_events_reached():
+        if rendered >= limit:
             return False
-        probe = probes.get(header["probe_id"])
-        if probe is not None and sink(decode(raw, probe), probe):
-            rendered += 1
+        render = renderers.get(probe_id)
+        if render is not None:
+            text, count = render(buffer, offset, size)
+            if count:
+                emit(text)
+                rendered += 1
         return True
 
+    def on_notice(kind: int, key_pid: int) -> None:
+        """A probe found no load offsets for key_pid, or key_pid exec'd."""
+        if kind in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
+            keeper.watch(key_pid)
+
     def should_stop() -> bool:
-        sys.stdout.flush()       # once per poll batch, not per event
+        writer.flush()           # one write per poll batch, not per event
         keeper.retry()
         if max_events_reached():
             return True
@@ -119,14 +124,16 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         return stop.raised
 
     def max_events_reached() -> bool:
-        return options.max_events is not None and rendered >= options.max_events
+        return rendered >= limit
 
     losses = LossReports(
         periodic=lambda new, total: diagnostics(f"lost {new} events ({total} in total)"),
         final=lambda total: diagnostics(f"lost {total} events in total"))
-    collect(session, on_event, should_stop, losses,
-            unread_is_lost=lambda: not max_events_reached())
-    sys.stdout.flush()
+    try:
+        collect(session, on_event, should_stop, losses,
+                unread_is_lost=lambda: not max_events_reached(), on_notice=on_notice)
+    finally:
+        writer.flush()           # what the end-of-trace drain rendered
     return 0
 
 

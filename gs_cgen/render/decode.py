@@ -129,14 +129,9 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         return values.error_value(status, address, None, slot.ctype)
     match capture:
         case ScalarCapture(ctype=ctype):
-            number = int.from_bytes(data[:8], "little")
-            if arith.is_integer(ctype) or ctype is None:
-                return values.decode_integer(ctype, number)
-            size = min(type_size(ctype), 8)
-            return values.decode_object(ctype, data[:size])
+            return scalar_value(ctype, int.from_bytes(data[:8], "little"))
         case MemoryCapture(ctype=ctype, size=size):
-            return values.decode_object(ctype, data[:size], size < type_size(ctype),
-                                        address=address)
+            return memory_value(ctype, data, size, address)
         case CompositeCapture(ctype=ctype, size=size, gaps=gaps):
             return values.decode_object(ctype, data[:size], size < type_size(ctype), gaps=gaps)
         case StringCapture(ctype=ctype, cap=cap):
@@ -152,3 +147,19 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             frames = struct.unpack_from(f"<{count}Q", data)
             return Backtrace(tuple(f for f in frames if f), count >= limit)
     raise TypeError(capture)
+
+
+def scalar_value(ctype, number: int):
+    """The value of a ScalarCapture whose 64-bit register held `number`."""
+    from gs_cgen.render import values  # noqa: PLC0415
+    if arith.is_integer(ctype) or ctype is None:
+        return values.decode_integer(ctype, number)
+    size = min(type_size(ctype), 8)
+    return values.decode_object(ctype, number.to_bytes(8, "little")[:size])
+
+
+def memory_value(ctype, data: bytes, size: int, address: int):
+    """The value of a MemoryCapture that copied `size` bytes (`data`) from
+    `address`; fewer than the type's size when the copy was capped."""
+    from gs_cgen.render import values  # noqa: PLC0415
+    return values.decode_object(ctype, data[:size], size < type_size(ctype), address=address)

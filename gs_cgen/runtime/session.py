@@ -20,12 +20,14 @@ from gs_cgen.emit.c import SLEEPABLE_MACRO, probe_function_name
 from gs_cgen.errors import PrivilegeError, RuntimeTraceError
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
 from gs_cgen.runtime.collector import EventCounts
+from gs_cgen.runtime.ringbuf import Record, RingBufferReader
 from gs_cgen.runtime.sleepable import (ReadMode, choose_read_mode, load_sleepable,
                                        verifier_reason)
 from gs_cgen.runtime.target import SectionOffsets
 
-# Events handled per poll at most, so stop conditions are checked often.
+# Events handed on per poll at most, so stop conditions are checked often.
 POLL_BATCH = 4096
+PERF_WAKEUP_EVENTS = 64
 _PRELUDE_DIR = Path(__file__).resolve().parent.parent / "emit"
 
 
@@ -71,8 +73,8 @@ class TraceSession:
         self.bpf = None
         self.functions = {}
         self.attached: list[AttachedProbe] = []
-        self.callback_error: BaseException | None = None
-        self.batch = 0
+        self.ring: RingBufferReader | None = None
+        self.pending: list[bytes] = []      # perf events copied out, not yet handled
         self.read_mode: ReadMode | None = None
 
     # -------------------------------------------------------------- load
@@ -165,6 +167,9 @@ class TraceSession:
         self._unload()
 
     def _unload(self) -> None:
+        if self.ring is not None:
+            self.ring.close()
+            self.ring = None
         if self.bpf is not None:
             self.bpf.cleanup()
             self.bpf = None
@@ -202,47 +207,50 @@ class TraceSession:
             pass                          # no probe has missed yet
 
     # ------------------------------------------------------------ events
-    def open_events(self, on_event) -> None:
-        """`on_event(bytes)` per event. Drops are counted by the probe
-        itself (event_counts), for both transports."""
+    def open_events(self) -> None:
+        """Start reading events. Drops are counted by the probe itself
+        (event_counts), for both transports."""
         table = self.bpf[abi().map_names["GS_MAP_EVENTS"]]
-
-        def raw(_ctx, data, size):
-            # An exception must not vanish inside BCC's ctypes callback:
-            # keep it and let poll() raise it on the Python side.
-            try:
-                keep_going = on_event(ctypes.string_at(data, size)) is not False
-            except BaseException as exc:  # noqa: BLE001
-                self.callback_error = self.callback_error or exc
-                keep_going = False
-            self.batch += 1
-            # A negative return stops libbpf's consume loop, which would
-            # otherwise never return while the ring refills faster than we
-            # read: stop conditions are checked between polls.
-            return 0 if keep_going and self.batch < POLL_BATCH else -1
-
         if self.plan.transport is EventTransport.RINGBUF:
-            table.open_ring_buffer(raw)
-        else:
-            # A failed perf_submit is already counted by the probe's per-CPU
-            # counter; the ring's own PERF_RECORD_LOST would count it twice.
-            table.open_perf_buffer(lambda cpu, data, size: raw(cpu, data, size),
-                                   page_cnt=abi().constants["GS_PERF_PAGES"],
-                                   lost_cb=lambda count: None)
+            self.ring = RingBufferReader.open(table.map_fd, table.max_entries)
+            return
+        # perf: BCC's reader calls back once per event; the callback only
+        # copies the bytes out, and poll() hands them on in batches.
+        pending = self.pending
 
-    def poll(self, timeout_ms: int) -> bool:
-        """Handle ready events; True when the batch limit cut it short (more
-        may be waiting)."""
-        self.batch = 0
-        if self.plan.transport is EventTransport.RINGBUF:
-            self.bpf.ring_buffer_poll(timeout_ms)
-        else:
+        def copy_out(_cpu, data, size):
+            pending.append(ctypes.string_at(data, size))
+
+        # A failed perf_submit is already counted by the probe's per-CPU
+        # counter; the ring's own PERF_RECORD_LOST would count it twice.
+        # The kernel wakes us every PERF_WAKEUP_EVENTS events, not every
+        # one (a wake-up costs the probed thread); poll() picks up the rest.
+        table.open_perf_buffer(copy_out, page_cnt=abi().constants["GS_PERF_PAGES"],
+                               lost_cb=lambda count: None, wakeup_events=PERF_WAKEUP_EVENTS)
+
+    def poll(self, timeout_ms: int) -> list[Record]:
+        """The events ready to read, at most POLL_BATCH, waiting up to
+        `timeout_ms` when there are none. Each is (buffer, offset, size,
+        end): its bytes are buffer[offset:offset + size], valid until
+        `release(end)` of it or of a later one, which the caller must call
+        after handling them (ring buffer records are read in place)."""
+        if self.ring is not None:
+            return self.ring.poll(timeout_ms, POLL_BATCH)
+        if not self.pending:
             self.bpf.perf_buffer_poll(timeout_ms)
-        if self.callback_error is not None:
-            error, self.callback_error = self.callback_error, None
-            raise error
-        return self.batch >= POLL_BATCH
+        if not self.pending:
+            self.bpf.perf_buffer_consume()      # fewer than PERF_WAKEUP_EVENTS waiting
+        # perf_buffer_poll reads every CPU's ring whole: the events past
+        # POLL_BATCH wait in `pending` for the next poll.
+        return [(raw, 0, len(raw), count)
+                for count, raw in enumerate(self.pending[:POLL_BATCH], start=1)]
 
+    def release(self, end: int) -> None:
+        """Done with every event polled up to the one whose end is `end`."""
+        if self.ring is not None:
+            self.ring.release(end)
+        else:
+            del self.pending[:end]
 
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
 
