@@ -157,7 +157,7 @@ def attach(script: str, probes: int) -> dict:
         proc.send_signal(signal.SIGINT)
         status, rss = _wait_rusage(proc)
         teardown = time.monotonic() - asked
-        leftover = _leftover_uprobes()
+        leftover = _leftover_uprobes(proc.pid)
         if not ready or status != 0:
             raise RuntimeError(f"attach run failed (status {status}, ready {ready})")
         if leftover:
@@ -194,10 +194,12 @@ def _drain_in_background(proc: subprocess.Popen) -> None:
     threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
 
 
-def _leftover_uprobes() -> list[str]:
+def _leftover_uprobes(tracer_pid: int) -> list[str]:
+    """tracefs uprobes named by that tracer (gs_<pid>_<probe>; other
+    tracers on the machine have their own)."""
     try:
         with open(TRACEFS_UPROBES) as events:
-            return [line.strip() for line in events if "gs_" in line]
+            return [line.strip() for line in events if f"gs_{tracer_pid}_" in line]
     except OSError:
         return []
 
