@@ -1,8 +1,10 @@
 """BCC load / attach / detach and map population: the only importer of bcc.
 
-Uprobes are attached through libbcc's bpf_attach_uprobe at an explicit file
-offset (never by symbol), which on kernels with the uprobe PMU opens a perf
-event that the kernel removes when its fd closes, even if we are SIGKILLed.
+Uprobes are attached at an explicit file offset (never by symbol), as BPF
+links (runtime/uprobe_links.py: Linux 6.6+, detached 100x faster) or else
+through libbcc's bpf_attach_uprobe, which on kernels with the uprobe PMU
+opens a perf event. Either way the kernel removes the uprobe when its fd
+closes, even if we are SIGKILLed.
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from gs_cgen.runtime.collector import EventCounts
 from gs_cgen.runtime.sleepable import (ReadMode, choose_read_mode, load_sleepable,
                                        verifier_reason)
 from gs_cgen.runtime.target import SectionOffsets
+from gs_cgen.runtime.uprobe_links import (BPF_TRACE_UPROBE_MULTI, attach_link,
+                                          close_concurrently, links_refusal)
 
 # Events handled per poll at most, so stop conditions are checked often.
 POLL_BATCH = 4096
@@ -58,7 +62,7 @@ def bcc_version() -> str:
 @dataclass
 class AttachedProbe:
     site: ProbeSite
-    event_name: bytes
+    event_name: bytes | None     # a perf-event uprobe's name; None for a BPF link
     fd: int
 
 
@@ -74,6 +78,9 @@ class TraceSession:
         self.callback_error: BaseException | None = None
         self.batch = 0
         self.read_mode: ReadMode | None = None
+        # Why uprobes are not BPF links ('' when they are); decided before
+        # loading, as a link's program is loaded with its own attach type.
+        self.links_refusal = ""
 
     # -------------------------------------------------------------- load
     def load(self) -> None:
@@ -82,6 +89,7 @@ class TraceSession:
         else as today's. `read_mode.note` says which, for the user."""
         bcc = _import_bcc()
         self.read_mode = choose_read_mode(self.plan.transport)
+        self.links_refusal = links_refusal()
         if self.read_mode.sleepable:
             try:
                 self._build(bcc, sleepable=True)
@@ -106,12 +114,13 @@ class TraceSession:
 
     def _load_function(self, bcc, site: ProbeSite, sleepable: bool):
         name = probe_function_name(site.probe_id).encode()
+        attach_type = -1 if self.links_refusal else BPF_TRACE_UPROBE_MULTI
         log = io.StringIO()
         try:
             with _stderr_to(log):
                 if not sleepable:
-                    return self.bpf.load_func(name, bcc.BPF.KPROBE)
-                fd = load_sleepable(self.bpf.module, name, bcc.BPF.KPROBE)
+                    return self.bpf.load_func(name, bcc.BPF.KPROBE, attach_type=attach_type)
+                fd = load_sleepable(self.bpf.module, name, bcc.BPF.KPROBE, attach_type)
         except Exception as exc:  # noqa: BLE001
             raise RuntimeTraceError(
                 f"the kernel verifier rejected the probe for '{site.pattern_text}': {exc}",
@@ -128,17 +137,18 @@ class TraceSession:
     # ------------------------------------------------------------ attach
     def attach(self, pid: int | None) -> None:
         """Attach every probe; on any failure detach what was attached."""
-        from bcc.libbcc import lib  # noqa: PLC0415
         for probe in self.plan.probes:
             site = probe.site
             fn = self.functions[site.probe_id]
-            event_name = f"gs_{os.getpid()}_{site.probe_id}".encode()
             # The kernel resolves the path to an inode; a /proc/PID/root or
             # map_files path reaches a container's file from here.
-            fd = lib.bpf_attach_uprobe(fn.fd, 0, event_name, site.attach_path.encode(),
-                                       site.file_offset, -1 if pid is None else pid)
+            if self.links_refusal:
+                event_name = f"gs_{os.getpid()}_{site.probe_id}".encode()
+                fd, err = _attach_perf_uprobe(fn.fd, event_name, site, pid)
+            else:
+                event_name = None
+                fd, err = attach_link(fn.fd, site.attach_path.encode(), site.file_offset, pid)
             if fd < 0:
-                err = ctypes.get_errno()
                 self.detach()
                 opened = "" if site.attach_path == site.module_path else \
                     f" (opened as {site.attach_path})"
@@ -149,15 +159,20 @@ class TraceSession:
             self.attached.append(AttachedProbe(site, event_name, fd))
 
     def detach(self) -> None:
-        """Close every probe fd: the kernel drops the uprobes with them."""
+        """Close every probe fd: the kernel drops the uprobes with them.
+        Each close waits for RCU grace periods, so they are closed
+        concurrently (runtime/uprobe_links.py)."""
         if not self.attached:
             return
-        from bcc.libbcc import lib  # noqa: PLC0415
-        for probe in self.attached:
-            lib.bpf_close_perf_event_fd(probe.fd)
+        close_concurrently(p.fd for p in self.attached if p.event_name is None)
+        perf_events = [p for p in self.attached if p.event_name is not None]
+        if perf_events:
+            from bcc.libbcc import lib  # noqa: PLC0415
+            close_concurrently((p.fd for p in perf_events), close=lib.bpf_close_perf_event_fd)
             # Only does something when libbcc fell back to tracefs events.
             with _stderr_to(io.StringIO()):
-                lib.bpf_detach_uprobe(probe.event_name)
+                for probe in perf_events:
+                    lib.bpf_detach_uprobe(probe.event_name)
         self.attached.clear()
 
     def close(self) -> None:
@@ -245,6 +260,16 @@ class TraceSession:
 
 
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
+
+
+def _attach_perf_uprobe(prog_fd: int, event_name: bytes, site: ProbeSite,
+                        pid: int | None) -> tuple[int, int]:
+    """libbcc's uprobe (a uprobe PMU perf event, else a tracefs event):
+    (fd, 0) or (-1, errno)."""
+    from bcc.libbcc import lib  # noqa: PLC0415
+    fd = lib.bpf_attach_uprobe(prog_fd, 0, event_name, site.attach_path.encode(),
+                               site.file_offset, -1 if pid is None else pid)
+    return (fd, 0) if fd >= 0 else (fd, ctypes.get_errno())
 
 
 class _SleepableRejected(Exception):
