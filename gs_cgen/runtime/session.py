@@ -104,7 +104,7 @@ class TraceSession:
                   f"-D{SLEEPABLE_MACRO}={int(sleepable)}"]
         captured = io.StringIO()
         try:
-            with _stderr_to(captured):
+            with _stderr_to(captured, report_if_exited=True):
                 self.bpf = bcc.BPF(text=self.c_text, cflags=cflags)
         except Exception as exc:  # noqa: BLE001 — BCC raises bare Exception
             raise RuntimeTraceError(f"BPF compilation failed: {exc}",
@@ -281,16 +281,74 @@ def _verifier_reason(log: str, errno: int) -> str:
 
 
 @contextlib.contextmanager
-def _stderr_to(buffer: io.StringIO):
-    """Capture C-level stderr (clang and verifier output) into `buffer`."""
+def _stderr_to(buffer: io.StringIO, report_if_exited: bool = False):
+    """Capture C-level stderr (clang and verifier output) into `buffer`.
+    With `report_if_exited`, a C-level exit() inside (_exit_reported)
+    still shows the user what was captured."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 2)
         try:
-            yield
+            with _exit_reported(saved, tmp) if report_if_exited else contextlib.nullcontext():
+                yield
         finally:
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
             buffer.write(tmp.read().decode(errors="replace"))
+
+
+@contextlib.contextmanager
+def _exit_reported(saved_stderr: int, capture):
+    """clang ends the process with exit(1) on a fatal diagnostic (LLVM's
+    default for an error no handler takes: "Looks like the BPF stack limit
+    of 512 bytes is exceeded", report_fatal_error) from inside
+    BPF(text=...), while stderr goes to `capture`: the user would see
+    nothing. exit() runs the C library's exit handlers, so one is
+    registered for the time of the block: it puts stderr back and prints
+    what was captured as a gs-cgen error; exit() then ends the process with
+    clang's status. It is registered under a handle of its own and removed
+    with __cxa_finalize(handle) after the block, so it never runs once
+    Python has shut down. (atexit() itself is not exported by glibc: it
+    lives in libc_nonshared.a and calls __cxa_atexit.)"""
+    libc = ctypes.CDLL(None)
+    register = getattr(libc, "__cxa_atexit", None)
+    finalize = getattr(libc, "__cxa_finalize", None)
+    armed = True
+
+    def on_exit(_arg) -> None:
+        if armed:
+            _report_captured(saved_stderr, capture)
+
+    callback = _EXIT_HANDLER_TYPE(on_exit)
+    handle = ctypes.create_string_buffer(1)          # this registration's own "DSO"
+    registered = register is not None and finalize is not None and \
+        register(callback, None, ctypes.cast(handle, ctypes.c_void_p)) == 0
+    try:
+        yield
+    finally:
+        armed = False
+        if registered:
+            finalize(ctypes.cast(handle, ctypes.c_void_p))    # runs it disarmed, removes it
+
+
+_EXIT_HANDLER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def _report_captured(saved_stderr: int, capture) -> None:
+    try:
+        os.dup2(saved_stderr, 2)
+        capture.seek(0)
+        said = capture.read().decode(errors="replace").strip()
+        os.write(2, (fatal_compile_message(said) + "\n").encode())
+    except Exception:  # noqa: BLE001 — nothing may escape into C's exit()
+        pass
+
+
+def fatal_compile_message(said: str) -> str:
+    """What the user reads when clang ended the process."""
+    return RuntimeTraceError(
+        "BPF compilation failed: clang stopped gs-cgen with a fatal error in the "
+        "generated C (no probe was attached)",
+        hints=(said[-2000:] or "clang printed nothing",)).render()

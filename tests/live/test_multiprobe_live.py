@@ -127,3 +127,34 @@ def test_many_probes_print_gdbs_values_and_detach_fast(many_bin, links):
     finally:
         target.kill()
         target.wait()
+
+
+_STACK_OVERFLOW_C = r"""
+#include <uapi/linux/ptrace.h>
+int gs_probe_0(struct pt_regs *ctx)
+{
+    volatile char big[1024];
+    for (int i = 0; i < 1024; i += 64)
+        big[i] = ctx->di + i;
+    return big[ctx->si & 1023];
+}
+"""
+
+
+def test_a_fatal_clang_error_is_shown_not_a_silent_exit():
+    """clang exits the process from inside BCC when a probe overflows the
+    BPF stack; the user must still read why (it used to be status 1 and
+    nothing at all)."""
+    code = ("from gs_cgen.runtime.session import TraceSession\n"
+            "from tests.unit.emit.test_golden import generate_plan\n"
+            f"TraceSession(generate_plan('basic'), {_STACK_OVERFLOW_C!r}).load()\n"
+            "print('not reached')\n")
+    result = subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", code],
+                            capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        "error: BPF compilation failed: clang stopped gs-cgen with a fatal error in the "
+        "generated C (no probe was attached)\nhint: "), result.stderr
+    assert "Looks like the BPF stack limit of 512 bytes is exceeded" in result.stderr
+    assert "Traceback" not in result.stderr
