@@ -8,8 +8,9 @@ a parameter P (the first one, by DWARF), and measures, as medians of
 --runs runs:
 
   dry-run    wall time of `gs-cgen trace -t LIB --dry-run` (resolve,
-             compile, verifier-load, attach nothing) and its peak RSS
-             (the tracer process, clang inside BCC included)
+             compile, verifier-load, attach nothing), its CPU time (user +
+             sys: steadier than wall time on a shared machine) and its peak
+             RSS (the tracer process, clang inside BCC included)
   attach     a running python3.11: from launch to "tracing N probe(s)"
              on stderr (every uprobe attached), the peak RSS, and from
              SIGINT to exit (detach and teardown)
@@ -124,11 +125,11 @@ def _run_measured(argv: list[str], **popen) -> tuple[subprocess.Popen, float]:
     return subprocess.Popen(argv, cwd=REPO, **popen), time.monotonic()
 
 
-def _wait_rusage(proc: subprocess.Popen) -> tuple[int, float]:
-    """(exit status, peak RSS in MB) of a child we started."""
+def _wait_rusage(proc: subprocess.Popen) -> tuple[int, float, float]:
+    """(exit status, peak RSS in MB, CPU seconds) of a child we started."""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss / 1024
+    return proc.returncode, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def dry_run(lib: str, script: str) -> dict:
@@ -136,11 +137,11 @@ def dry_run(lib: str, script: str) -> dict:
                                    "--output", "plain"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     stderr = proc.stderr.read()
-    status, rss = _wait_rusage(proc)
+    status, rss, cpu = _wait_rusage(proc)
     wall = time.monotonic() - started
     if status != 0:
         raise RuntimeError(f"dry run failed ({status}): {stderr.decode()[-2000:]}")
-    return {"wall_s": wall, "rss_mb": rss}
+    return {"wall_s": wall, "rss_mb": rss, "cpu_s": cpu}
 
 
 def attach(script: str, probes: int) -> dict:
@@ -155,7 +156,7 @@ def attach(script: str, probes: int) -> dict:
         time.sleep(0.5)                         # some events flow
         asked = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        status, rss = _wait_rusage(proc)
+        status, rss, _ = _wait_rusage(proc)
         teardown = time.monotonic() - asked
         leftover = _leftover_uprobes(proc.pid)
         if not ready or status != 0:
@@ -218,6 +219,7 @@ def curve(counts=(1, 10, 100), runs: int = 3, sections=("dry-run", "attach")) ->
         if "dry-run" in sections:
             measured = [dry_run(lib, script) for _ in range(runs)]
             row["dry_run_s"] = _median(measured, "wall_s")
+            row["dry_run_cpu_s"] = _median(measured, "cpu_s")
             row["dry_run_rss_mb"] = _median(measured, "rss_mb")
         if "attach" in sections:
             measured = [attach(script, count) for _ in range(runs)]
@@ -230,6 +232,7 @@ def curve(counts=(1, 10, 100), runs: int = 3, sections=("dry-run", "attach")) ->
 
 def _table(rows: list[dict]) -> str:
     columns = [("probes", "probes", "{}"), ("dry_run_s", "dry-run s", "{:.2f}"),
+               ("dry_run_cpu_s", "dry-run CPU", "{:.2f}"),
                ("dry_run_rss_mb", "dry-run MB", "{:.0f}"), ("attach_s", "attach s", "{:.2f}"),
                ("teardown_s", "teardown s", "{:.2f}"), ("attach_rss_mb", "attach MB", "{:.0f}")]
     shown = [c for c in columns if any(c[0] in row for row in rows)]
