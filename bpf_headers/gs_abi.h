@@ -58,6 +58,28 @@ enum gs_limits {
     GS_STRING_PAGES = 3,
 };
 
+/* `bt`: the value's data is a gs_backtrace_regs, then the user stack from
+ * sp upward (the value's length field: how many stack bytes, its address
+ * field: sp). The probe copies the stack in GS_BT_CHUNK-byte reads until
+ * the window is full or a read fails at the top of the stack mapping, then
+ * what is left of that last page; Python unwinds the copy with DWARF CFI
+ * (gs_cgen/unwind). The registers are those an x86-64 unwind starts from:
+ * rip, rsp, and the callee-saved ones a caller's frame can still hold. */
+struct gs_backtrace_regs {
+    __u64 ip;
+    __u64 sp;
+    __u64 bp;
+    __u64 bx;
+    __u64 r12;
+    __u64 r13;
+    __u64 r14;
+    __u64 r15;
+};
+
+enum gs_backtrace_limits {
+    GS_BT_CHUNK = 512,
+};
+
 /* Header at offset 0 of every event. pid/tid: the target's PID-namespace
  * view ($pid/$tid); host_pid/host_tid: the initial namespace; key_pid: the
  * view in which the tracer read /proc, used for every map key. */

@@ -121,3 +121,28 @@ def mapping_bias(module, start: int, file_offset: int) -> int | None:
         if segment.offset <= file_offset < segment.offset + max(segment.filesz, 1):
             return start - (file_offset - segment.offset + segment.vaddr)
     return None
+
+
+class CachedRows:
+    """A module whose CFI rows are remembered per address (a loop's events
+    unwind through the same return addresses again and again)."""
+
+    def __init__(self, module) -> None:
+        self._module = module
+        self._rows: dict[int, object] = {}
+        self._sources: dict[tuple, list] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._module, name)
+
+    def unwind_row_at(self, vaddr: int):
+        if vaddr not in self._rows:
+            self._rows[vaddr] = self._module.unwind_row_at(vaddr)
+        return self._rows[vaddr]
+
+    def source_frames_at(self, vaddr: int, frame_die: int | None = None,
+                         skip_at_entry: bool = False):
+        key = (vaddr, frame_die, skip_at_entry)
+        if key not in self._sources:
+            self._sources[key] = self._module.source_frames_at(vaddr, frame_die, skip_at_entry)
+        return self._sources[key]
