@@ -63,8 +63,9 @@ enum gs_limits {
  * field: sp). The probe copies the stack in GS_BT_CHUNK-byte reads until
  * the window is full or a read fails at the top of the stack mapping, then
  * what is left of that last page; Python unwinds the copy with DWARF CFI
- * (gs_cgen/unwind). The registers are those an x86-64 unwind starts from:
- * rip, rsp, and the callee-saved ones a caller's frame can still hold. */
+ * (gs_cgen/unwind). The registers: those an x86-64 unwind starts from
+ * (rip, rsp, the callee-saved ones a caller's frame can still hold), then
+ * the others, which only the probed frame's `bt full` parameters use. */
 struct gs_backtrace_regs {
     __u64 ip;
     __u64 sp;
@@ -74,6 +75,15 @@ struct gs_backtrace_regs {
     __u64 r13;
     __u64 r14;
     __u64 r15;
+    __u64 ax;
+    __u64 dx;
+    __u64 cx;
+    __u64 si;
+    __u64 di;
+    __u64 r8;
+    __u64 r9;
+    __u64 r10;
+    __u64 r11;
 };
 
 enum gs_backtrace_limits {

@@ -492,6 +492,14 @@ class ModuleDebugInfo:
         frame = frame_scope(self._scope_context, die, pc, frame_die)
         return dataclasses.replace(frame, variables=tuple(self._resolved(hit, pc, frame.variables)))
 
+    def frame_variables_at(self, pc: int, frame_die: int) -> list[VisibleVariable]:
+        """The variables of the frame whose DIE (function or inlined
+        instance) is `frame_die`, at `pc`: one frame of a backtrace."""
+        hit = self._function_hit(pc)
+        die = self._dwarf.die_at(hit[1].die_offset)
+        frame = frame_scope(self._scope_context, die, pc, frame_die, exact=True)
+        return list(self._resolved(hit, pc, frame.variables))
+
     def variable_at(self, die_offset: int, pc: int) -> VisibleVariable | None:
         """The parameter or local DIE at `die_offset`, located at `pc` exactly
         as variables_at locates it — for tools and tests that walk DWARF

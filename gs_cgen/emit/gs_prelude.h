@@ -142,6 +142,15 @@ static __always_inline void gs_copy_stack(struct pt_regs *ctx, __u8 *ev, __u32 s
     regs->r13 = ctx->r13;
     regs->r14 = ctx->r14;
     regs->r15 = ctx->r15;
+    regs->ax = ctx->ax;
+    regs->dx = ctx->dx;
+    regs->cx = ctx->cx;
+    regs->si = ctx->si;
+    regs->di = ctx->di;
+    regs->r8 = ctx->r8;
+    regs->r9 = ctx->r9;
+    regs->r10 = ctx->r10;
+    regs->r11 = ctx->r11;
     __u8 *stack = ev + data + sizeof(struct gs_backtrace_regs);
     __u64 sp = ctx->sp;
     __u32 copied = 0;

@@ -10,6 +10,10 @@ innermost first:
 from __future__ import annotations
 
 from gs_cgen.plan.model import BacktraceShow
+from gs_cgen.render.text import format_value
+from gs_cgen.render.values import decode_object
+
+OPTIMIZED_OUT = "<OPTIMIZED_OUT>"
 
 
 def backtrace_lines(backtrace, show: BacktraceShow) -> list[str]:
@@ -21,9 +25,15 @@ def backtrace_lines(backtrace, show: BacktraceShow) -> list[str]:
     for index, frame in enumerate(frames):
         text = f"0x{frame.address:x}" if show is BacktraceShow.RAW else frame_text(frame)
         lines.append(f"  #{index} {text}")
-        if show is BacktraceShow.FULL:
-            lines.extend(f"      {parameter}" for parameter in getattr(frame, "parameters", ()))
+        if show is BacktraceShow.FULL and frame.parameters:
+            lines.append("      " + ", ".join(_parameter(p) for p in frame.parameters))
     return lines
+
+
+def _parameter(parameter) -> str:
+    if parameter.data is None:
+        return f"{parameter.name} = {OPTIMIZED_OUT}"
+    return f"{parameter.name} = {format_value(decode_object(parameter.ctype, parameter.data))}"
 
 
 def frame_text(frame) -> str:

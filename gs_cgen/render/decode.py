@@ -157,7 +157,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
 
 # gs_backtrace_regs fields -> DWARF register numbers (x86-64 psABI 3.6.2).
 _BACKTRACE_REGISTERS = {"ip": 16, "sp": 7, "bp": 6, "bx": 3, "r12": 12, "r13": 13, "r14": 14,
-                        "r15": 15}
+                        "r15": 15, "ax": 0, "dx": 1, "cx": 2, "si": 4, "di": 5, "r8": 8,
+                        "r9": 9, "r10": 10, "r11": 11}
 
 
 def decode_backtrace(capture: BacktraceCapture, sp: int, length: int, data: bytes) -> Backtrace:

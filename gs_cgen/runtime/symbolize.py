@@ -13,6 +13,7 @@ from gs_cgen.plan.model import ModuleFile
 from gs_cgen.plan.model import BacktraceShow
 from gs_cgen.runtime.target import Mapping, ProcessTarget, module_file, open_process
 from gs_cgen.unwind import StackCopy
+from gs_cgen.unwind.parameters import with_parameters
 from gs_cgen.unwind.backtrace import Backtrace, CachedRows, ModuleAt, build_backtrace, mapping_bias
 
 
@@ -58,10 +59,12 @@ class FrameResolver:
         the modules `pid` has mapped now (gs_cgen/unwind)."""
         capture = value.capture
         inlined = capture.show in (BacktraceShow.FRAMES, BacktraceShow.FULL)
-        return build_backtrace(value.registers, StackCopy(value.stack_base, value.stack),
-                               lambda address: self._module_at(pid, address),
-                               capture.max_frames, include_inlined=inlined,
-                               frame_die=capture.frame_die)
+        stack = StackCopy(value.stack_base, value.stack)
+        found = build_backtrace(value.registers, stack,
+                                lambda address: self._module_at(pid, address),
+                                capture.max_frames, include_inlined=inlined,
+                                frame_die=capture.frame_die)
+        return with_parameters(found, stack) if capture.show is BacktraceShow.FULL else found
 
     def _module_at(self, pid: int, address: int) -> ModuleAt | None:
         found = self._mapping(pid, address)

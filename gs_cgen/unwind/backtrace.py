@@ -41,6 +41,7 @@ class BacktraceFrame:
     physical: PhysicalFrame | None = None
     die_offset: int | None = None
     module_at: ModuleAt | None = None
+    parameters: tuple = ()          # bt full: parameters.py ParameterValue
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,9 @@ class CachedRows:
         if vaddr not in self._rows:
             self._rows[vaddr] = self._module.unwind_row_at(vaddr)
         return self._rows[vaddr]
+
+    def frame_variables_at(self, vaddr: int, frame_die: int):
+        return self._module.frame_variables_at(vaddr, frame_die)
 
     def source_frames_at(self, vaddr: int, frame_die: int | None = None,
                          skip_at_entry: bool = False):

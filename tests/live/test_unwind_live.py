@@ -129,3 +129,42 @@ def test_python311_dict_setitem_to_start():
     assert header == f"backtrace: complete, {len(expected)} frames"
     assert shown_frames(lines) == expected
     assert expected[1][0] == "_PyEval_EvalFrameDefault" and expected[-1][0] == "_start"
+
+
+def gdb_arguments(gdb_text: str) -> list[dict[str, str]]:
+    """Each frame's `name=value` arguments as gdb's bt prints them (an
+    entry value `p=p@entry=1` is the value 1)."""
+    found = []
+    for line in gdb_text.splitlines():
+        if line.startswith("#"):
+            inside = re.search(r" \((.*)\) (?:at|from) ", line)
+            pairs = re.findall(r"(\w+)=(?:\w+@entry=)?([^,]+)", inside.group(1) if inside else "")
+            found.append(dict(pairs))
+    return found
+
+
+def test_bt_full_values_are_gdbs(chain):
+    result = gs_cgen("trace", "-s", "trace chain_leaf { bt full; }", "--output", "plain",
+                     "--", str(chain), "once")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    oracle = gdb_bts([str(chain), "once"], "chain_leaf", 3)
+    starts = [i for i, line in enumerate(lines) if line.startswith("backtrace: ")]
+    recovered = 0
+    for start, gdb_text in zip(starts, oracle):
+        expected = gdb_arguments(gdb_text)
+        frame = -1
+        for line in lines[start + 1:]:
+            if line.startswith("backtrace: "):
+                break
+            if line.startswith("  #"):
+                frame += 1
+                continue
+            for name, value in re.findall(r"(\w+) = ([^,]+)", line.strip()):
+                if value == "<OPTIMIZED_OUT>" or not re.fullmatch(r"-?\d+", value):
+                    continue        # pointers differ between the two processes
+                assert expected[frame][name] == value, (frame, name, line, gdb_text)
+                recovered += 1
+    # chain_leaf's path/depth in all three, chain_recurse's n in three
+    # callers (callee-saved registers restored by CFI), run_paths's i
+    assert recovered >= 12

@@ -207,7 +207,7 @@ static __always_inline int gs_drop(__u8 *ev)
 
 int gs_probe_0(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(0, 16624, 16624);
+    __u8 *ev = gs_begin_event(0, 16696, 16696);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
@@ -276,5 +276,5 @@ int gs_probe_0(struct pt_regs *ctx)
     gs_done_4:;
     }
     GS_MARK(ev, 40, 4);
-    return gs_submit(ctx, ev, 16624);
+    return gs_submit(ctx, ev, 16696);
 }
