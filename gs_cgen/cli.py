@@ -52,6 +52,8 @@ class TraceRequest:
     emit_c: bool
     event_map: str
     mem_dump_cap: int
+    backtrace_depth: int
+    backtrace_stack: int
 
 
 @cli.command(context_settings={"ignore_unknown_options": False})
@@ -69,6 +71,10 @@ class TraceRequest:
 @click.option("--emit-c", is_flag=True, help="Print the generated C and exit (no root needed).")
 @click.option("--event-map", type=click.Choice(["ringbuf", "perf"]), default="ringbuf")
 @click.option("--mem-dump-cap", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--backtrace-depth", type=click.IntRange(1, 128), default=64, show_default=True,
+              help="Frames a `bt` shows at most.")
+@click.option("--backtrace-stack", type=click.IntRange(min=512), default=16384, show_default=True,
+              help="Bytes of stack a `bt` copies from sp for the unwinder.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def trace(script_text, script_file, **options) -> None:
     """Attach a trace script to a process, a binary, or a command to launch."""
@@ -157,6 +163,8 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
     options = PlanOptions(script_name=script.name, pid_namespace=proc.pid_namespaces(process),
                           transport=EventTransport(request.event_map), input_pid=request.pid,
                           mem_dump_cap=request.mem_dump_cap, watch_exec=process is None,
+                          backtrace_depth=request.backtrace_depth,
+                          backtrace_stack=request.backtrace_stack,
                           thread_pointer=thread_pointer())
     modules = _module_set(process, request.target_path, launched)
     return compile_script(script.text, modules, options), process

@@ -57,9 +57,12 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
             return 0
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
+        resolver = FrameResolver()
+        if options.pid is not None:
+            resolver.remember(options.pid)
         if launched is not None:
-            _start(launched, keeper)
-        status = _loop(session, compiled, options, stop, diagnostics, keeper, launched)
+            _start(launched, keeper, resolver)
+        status = _loop(session, compiled, options, stop, diagnostics, keeper, launched, resolver)
         if launched is not None and launched.released and launched.end():
             diagnostics(f"trace ended; command {launched.exit_description()}")
         return status
@@ -69,21 +72,23 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
             signal.signal(sig, handler)
 
 
-def _start(launched: LaunchedCommand, keeper: OffsetKeeper) -> None:
+def _start(launched: LaunchedCommand, keeper: OffsetKeeper, resolver: FrameResolver) -> None:
     """Let the held command go. The probes are live through ld.so and the
     libraries' constructors; at the program's entry point every library it
     links is mapped, so their offsets are filled before its own code runs
     (else its first events would read other modules' globals as
-    unavailable)."""
+    unavailable). Its maps are read there too, so that a command which
+    exits before its `bt` events render still has its modules named."""
     if launched.run_to_entry():
         keeper.watch(launched.pid)
+        resolver.remember(launched.pid)
     launched.release()
 
 
 def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, diagnostics,
-          keeper: OffsetKeeper, launched: LaunchedCommand | None) -> int:
+          keeper: OffsetKeeper, launched: LaunchedCommand | None, resolver: FrameResolver) -> int:
     probes = {p.site.probe_id: p for p in compiled.plan.probes}
-    writer = EventWriter(options.output, probes, FrameResolver())
+    writer = EventWriter(options.output, probes, resolver)
     renderers, emit = writer.renderers, writer.chunks.append
     kinds = abi().constants
     limit = float("inf") if options.max_events is None else options.max_events

@@ -18,7 +18,8 @@ from gs_cgen.cppnames import normalize
 from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_name,
                                       inlined_cpp_instances)
 from gs_cgen.dwarf.debugfile import find_debug_info
-from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
+from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable, UnwindRow
+from gs_cgen.dwarf.inline import SourceFrame, source_frames
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
@@ -151,6 +152,21 @@ class ModuleDebugInfo:
         eh_info = dwarfinfo if self._debug_elf is self._elf else \
             self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
         return CallFrames(dwarfinfo, data, hdr.address if hdr else 0, eh_frame_info=eh_info)
+
+    @functools.cached_property
+    def _unwind_frames(self) -> CallFrames:
+        # Unwinding needs only .eh_frame: it works without debug info too.
+        if self.has_debug_info:
+            return self._frames
+        hdr = self._elf.section(".eh_frame_hdr")
+        data = self._elf.section_bytes(".eh_frame_hdr") if hdr else b""
+        own = self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
+        return CallFrames(own, data, hdr.address if hdr else 0)
+
+    def unwind_row_at(self, vaddr: int) -> UnwindRow | None:
+        """The CFI row (.eh_frame, else .debug_frame) covering `vaddr`, for
+        backtraces; None when no FDE covers it."""
+        return self._unwind_frames.unwind_row_at(vaddr)
 
     @functools.cached_property
     def _scope_context(self) -> ScopeContext:
@@ -476,6 +492,14 @@ class ModuleDebugInfo:
         frame = frame_scope(self._scope_context, die, pc, frame_die)
         return dataclasses.replace(frame, variables=tuple(self._resolved(hit, pc, frame.variables)))
 
+    def frame_variables_at(self, pc: int, frame_die: int) -> list[VisibleVariable]:
+        """The variables of the frame whose DIE (function or inlined
+        instance) is `frame_die`, at `pc`: one frame of a backtrace."""
+        hit = self._function_hit(pc)
+        die = self._dwarf.die_at(hit[1].die_offset)
+        frame = frame_scope(self._scope_context, die, pc, frame_die, exact=True)
+        return list(self._resolved(hit, pc, frame.variables))
+
     def variable_at(self, die_offset: int, pc: int) -> VisibleVariable | None:
         """The parameter or local DIE at `die_offset`, located at `pc` exactly
         as variables_at locates it — for tools and tests that walk DWARF
@@ -668,6 +692,27 @@ class ModuleDebugInfo:
         if best is None:
             return CodeLocation(function, None, None)
         return CodeLocation(function, table.files.get(best.file), best.line)
+
+    def source_frames_at(self, vaddr: int, frame_die: int | None = None,
+                         skip_at_entry: bool = False) -> list[SourceFrame]:
+        """The frames gdb's `bt` shows for one machine frame at `vaddr`,
+        innermost first: inlined calls, then the function (dwarf/inline.py).
+        Without DWARF for `vaddr`: one frame named by the symbol table."""
+        where = self.describe_address(vaddr)
+        hit = self._dwarf.function_at(vaddr) if self.has_debug_info else None
+        if hit is None:
+            return [SourceFrame(where.function, where.file, where.line, False)]
+        cu = hit[0]
+
+        def call_file(die):
+            attr = die.attributes.get("DW_AT_call_file")
+            return self._decl_file(cu, attr.value) if attr is not None else None
+
+        frames = source_frames(self._dwarf, self._dwarf.die_at(hit[1].die_offset), vaddr,
+                               (where.file, where.line), call_file, frame_die, skip_at_entry)
+        # The out-of-line function is named as describe_address names it.
+        outer = dataclasses.replace(frames[-1], function=where.function or frames[-1].function)
+        return [*frames[:-1], outer]
 
     def find_type(self, name: str) -> CType | None:
         """A named type, for tools: `int`, `struct point`, `point_t`,

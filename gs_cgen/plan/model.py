@@ -184,11 +184,26 @@ class ConditionCapture:
     condition: Scalar
 
 
+class BacktraceShow(Enum):
+    """What a `bt` line shows of each frame (script/ast.py BacktraceMode)."""
+
+    FRAMES = "default"          # functions, inlined calls as their own frames
+    RAW = "raw"                 # addresses only
+    NOINLINE = "noinline"       # machine frames only
+    FULL = "full"               # frames and their parameters
+
+
 @dataclass(frozen=True)
 class BacktraceCapture:
-    """`bt`: up to `max_frames` user return addresses (bpf_get_stack)."""
+    """`bt`: the registers and up to `stack_bytes` of the user stack from
+    sp (gs_abi.h gs_backtrace_regs), unwound in Python to at most
+    `max_frames` frames (--backtrace-depth); `frame_die`: the probe's
+    frame (ProbeSite.frame_die), for the innermost frame's inline rule."""
 
     max_frames: int
+    stack_bytes: int
+    show: BacktraceShow = BacktraceShow.FRAMES
+    frame_die: int | None = None
 
 
 Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture

@@ -161,7 +161,9 @@ class _ToAst(Transformer):
         return (body,) if isinstance(body, ast.If) else body
 
     def bt_stmt(self, meta, children):
-        return ast.Backtrace(_meta_span(meta))
+        mode = children[0] if children and children[0] is not None else None
+        return ast.Backtrace(_meta_span(meta),
+                             ast.BacktraceMode(str(mode)) if mode else ast.BacktraceMode.DEFAULT)
 
     def assign_stmt(self, meta, children):
         # GhostScope's wording (docs/scripting.md, "Scoping & Shadowing").

@@ -207,7 +207,7 @@ static __always_inline int gs_drop(__u8 *ev)
 
 int gs_probe_0(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(0, 432, 432);
+    __u8 *ev = gs_begin_event(0, 16696, 16696);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
@@ -269,12 +269,12 @@ int gs_probe_0(struct pt_regs *ctx)
     GS_MARK(ev, 40, 3);
     {
         /* value 4: backtrace */
-        gs_read_stack(ctx, ev, 160, 176, 256);
+        gs_copy_stack(ctx, ev, 160, 176, 16384);
         goto gs_done_4;
     gs_fail_4:;
         gs_fail_value(ev, 160, gs_st, gs_fa);
     gs_done_4:;
     }
     GS_MARK(ev, 40, 4);
-    return gs_submit(ctx, ev, 432);
+    return gs_submit(ctx, ev, 16696);
 }
