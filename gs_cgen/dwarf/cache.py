@@ -27,6 +27,8 @@ import re
 import tempfile
 import zlib
 
+from gs_cgen.cachedir import cache_root
+
 FORMAT = 4      # 4: line rows keep their discriminator; 3: no functions without valid addresses
 MIN_DEBUG_INFO = 256 * 1024
 _BUILD_ID = re.compile(r"[0-9a-f]{8,128}")
@@ -37,10 +39,8 @@ def open_index_cache(build_id: str | None, debug_info_size: int) -> "IndexCache 
     DWARF, or when GS_CGEN_NO_CACHE=1."""
     if not build_id or not _BUILD_ID.fullmatch(build_id) or debug_info_size < MIN_DEBUG_INFO:
         return None
-    if os.environ.get("GS_CGEN_NO_CACHE") == "1":
-        return None
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return IndexCache(os.path.join(root, "gs-cgen", build_id))
+    root = cache_root()
+    return IndexCache(os.path.join(root, build_id)) if root is not None else None
 
 
 class IndexCache:
