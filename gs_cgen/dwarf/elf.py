@@ -12,12 +12,14 @@ import bisect
 import dataclasses
 import functools
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.symvers import dynamic_versions, matches, parse_spelling, spell, version_of
 from gs_cgen.errors import DebugInfoError
@@ -71,37 +73,59 @@ class Section:
     nobits: bool
 
 
+# A symbol as decoded: Symbol's fields, in order, its kind as the
+# SymbolKind's value (plain data, for the index cache). Tables keep these
+# and make a Symbol only for the ones a lookup returns: libpython's 14k
+# symbols cost ~45 ms as frozen dataclasses, and a lookup touches a handful.
+SymbolRow = tuple
+_KINDS = {kind.value: kind for kind in SymbolKind}
+
+
 class SymbolTable:
     """name -> symbols and address -> enclosing function."""
 
-    def __init__(self, symbols: list[Symbol]) -> None:
-        self.by_name: dict[str, list[Symbol]] = {}
-        for sym in symbols:
-            self.by_name.setdefault(sym.name, []).append(sym)
-        funcs = sorted((s for s in symbols if s.kind is SymbolKind.FUNC and s.address),
-                       key=lambda s: s.address)
+    def __init__(self, rows: list[SymbolRow]) -> None:
+        self._rows = rows
+        self._made: dict[int, Symbol] = {}
+        self._numbers: dict[str, list[int]] = {}     # name -> row numbers
+        for i, row in enumerate(rows):
+            self._numbers.setdefault(row[0], []).append(i)
+        self.by_name: Mapping[str, list[Symbol]] = _SymbolsByName(self)
+        func = SymbolKind.FUNC.value
+        funcs = sorted((i for i, row in enumerate(rows) if row[3] == func and row[1]),
+                       key=lambda i: rows[i][1])
         self._funcs = funcs
-        self._func_starts = [s.address for s in funcs]
+        self._func_starts = [rows[i][1] for i in funcs]
+
+    def _symbol(self, i: int) -> Symbol:
+        symbol = self._made.get(i)
+        if symbol is None:
+            row = self._rows[i]
+            symbol = self._made[i] = Symbol(row[0], row[1], row[2], _KINDS[row[3]], *row[4:])
+        return symbol
 
     def named(self, name: str, kind: SymbolKind) -> list[Symbol]:
         """Symbols that answer to `name`, which may carry a version
         (`memcpy@GLIBC_2.2.5`); a bare name wants the default version."""
         spelling = parse_spelling(name)
-        return [s for s in self.by_name.get(spelling.name, ())
-                if s.kind is kind and _placed(s) and matches(spelling, s.version, s.hidden)]
+        found = (self._symbol(i) for i in self._numbers.get(spelling.name, ())
+                 if self._rows[i][3] == kind.value)
+        return [s for s in found if _placed(s) and matches(spelling, s.version, s.hidden)]
 
     @functools.cached_property
     def mangled_names(self) -> tuple[str, ...]:
         """Names in the Itanium C++ ABI's mangling (`_Z...`), clones
         (`_Z...Ei.isra.0`) included; none in a C module."""
-        return tuple(name for name in self.by_name if name.startswith("_Z"))
+        return tuple(name for name in self._numbers if name.startswith("_Z"))
+
+    def _all(self):
+        return (self._symbol(i) for i in range(len(self._rows)))
 
     def names(self, kind: SymbolKind) -> list[str]:
-        return sorted({s.name for syms in self.by_name.values() for s in syms
-                       if s.kind is kind and _placed(s)})
+        return sorted({s.name for s in self._all() if s.kind is kind and _placed(s)})
 
     def versioned_names(self, kind: SymbolKind) -> list[str]:
-        return sorted({s.spelling for syms in self.by_name.values() for s in syms
+        return sorted({s.spelling for s in self._all()
                        if s.kind is kind and s.address and s.version})
 
     def functions_starting_at(self, address: int) -> list[Symbol]:
@@ -109,7 +133,7 @@ class SymbolTable:
         i = bisect.bisect_left(self._func_starts, address)
         out = []
         while i < len(self._funcs) and self._func_starts[i] == address:
-            out.append(self._funcs[i])
+            out.append(self._symbol(self._funcs[i]))
             i += 1
         return out
 
@@ -118,11 +142,37 @@ class SymbolTable:
         # Aliases share a start address; any of them that covers wins.
         start = self._func_starts[i] if i >= 0 else None
         while i >= 0 and self._func_starts[i] == start:
-            sym = self._funcs[i]
+            sym = self._symbol(self._funcs[i])
             if address < sym.address + max(sym.size, 1):
                 return sym
             i -= 1
         return None
+
+
+class _SymbolsByName(Mapping):
+    """name -> its symbols, each made when first asked for."""
+
+    def __init__(self, table: SymbolTable) -> None:
+        self._table = table
+
+    def __getitem__(self, name: str) -> list[Symbol]:
+        return [self._table._symbol(i) for i in self._table._numbers[name]]
+
+    def __iter__(self):
+        return iter(self._table._numbers)
+
+    def __len__(self) -> int:
+        return len(self._table._numbers)
+
+    def __contains__(self, name) -> bool:
+        return name in self._table._numbers
+
+
+def _symbol_rows_sound(rows) -> bool:
+    # A cached value of the wrong shape counts as absent (cache.py).
+    return isinstance(rows, list) and all(
+        isinstance(row, tuple) and len(row) == 9 and isinstance(row[0], str) and row[3] in _KINDS
+        for row in rows)
 
 
 def _placed(symbol: Symbol) -> bool:
@@ -188,29 +238,47 @@ class ElfImage:
     @property
     def symbols(self) -> SymbolTable:
         if self._symbols is None:
-            # .symtab has the local (static) functions too; .dynsym is what
-            # survives `strip`, and the only table with every version.
-            if not self.has_symtab:
-                self._symbols = SymbolTable(self._read_symbols(".dynsym", self._dynamic_versions()))
-            elif self.section(".gnu.version_d") is None:      # no versions to add
-                self._symbols = SymbolTable(self._symtab_image._read_symbols(".symtab"))
-            else:
-                static = self._symtab_image._read_symbols(".symtab")
-                dynamic = self._read_symbols(".dynsym", self._dynamic_versions())
-                self._symbols = SymbolTable(_with_dynamic_versions(static, dynamic))
+            self._symbols = SymbolTable(self._cached_symbol_rows())
         return self._symbols
+
+    def _cached_symbol_rows(self) -> list[SymbolRow]:
+        """The rows, from the index cache by build-id for a large table
+        (libpython's decodes in ~25 ms, loads in ~3 ms)."""
+        table = self._symtab_image.section(".symtab") or self.section(".dynsym")
+        cache = open_index_cache(self.build_id, table.size if table else 0)
+        if cache is None:
+            return self._symbol_rows()
+        # Named by the table read: the same build-id has only .dynsym until
+        # its separate debug file (with .symtab) is installed.
+        name = "symbols-symtab" if self.has_symtab else "symbols-dynsym"
+        rows = cache.load(name)
+        if not _symbol_rows_sound(rows):
+            rows = self._symbol_rows()
+            cache.store(name, rows)
+        return rows
+
+    def _symbol_rows(self) -> list[SymbolRow]:
+        # .symtab has the local (static) functions too; .dynsym is what
+        # survives `strip`, and the only table with every version.
+        if not self.has_symtab:
+            return self._read_symbols(".dynsym", self._dynamic_versions())
+        if self.section(".gnu.version_d") is None:      # no versions to add
+            return self._symtab_image._read_symbols(".symtab")
+        static = self._symtab_image._read_symbols(".symtab")
+        dynamic = self._read_symbols(".dynsym", self._dynamic_versions())
+        return _with_dynamic_versions(static, dynamic)
 
     def _dynamic_versions(self) -> list[tuple[str | None, bool]]:
         return dynamic_versions(self.elf, self.section_bytes(".gnu.version"))
 
-    def _read_symbols(self, name: str, versions=()) -> list[Symbol]:
+    def _read_symbols(self, name: str, versions=()) -> list[SymbolRow]:
         """Defined symbols of table `name`; `versions[i]` is (version,
         hidden) of symbol i (.dynsym), else versions come from the names."""
         sec = self.elf.get_section_by_name(name)
         if sec is None:
             return []
         strtab = self.section_bytes(self.sections[sec["sh_link"]].name)
-        out: list[Symbol] = []
+        out: list[SymbolRow] = []
         current_file = None
         for index, (st_name, info, _, shndx, value, size) in enumerate(
                 _ELF64_SYM.iter_unpack(self.section_bytes(name))):
@@ -227,9 +295,9 @@ class ElfImage:
             if index < len(versions):
                 version, hidden = versions[index]
             local = (info >> 4) == 0
-            out.append(Symbol(bare, value, size, _STT_KINDS.get(stt, SymbolKind.OTHER),
-                              local, current_file if local else None, version, hidden,
-                              stt == _STT_GNU_IFUNC))
+            out.append((bare, value, size, _STT_KINDS.get(stt, SymbolKind.OTHER).value,
+                        local, current_file if local else None, version, hidden,
+                        stt == _STT_GNU_IFUNC))
         return out
 
     def segment_of(self, vaddr: int) -> LoadSegment | None:
@@ -263,16 +331,17 @@ class ElfImage:
         self._stream.close()
 
 
-def _with_dynamic_versions(static: list[Symbol], dynamic: list[Symbol]) -> list[Symbol]:
+def _with_dynamic_versions(static: list[SymbolRow], dynamic: list[SymbolRow]) -> list[SymbolRow]:
     """.symtab symbols, each global one that .symtab spells bare given the
     version .dynsym records for the same name and address."""
-    versions = {(s.name, s.address): s for s in dynamic if s.version}
+    # Rows are (name, address, size, kind, local, file, version, hidden, ifunc).
+    versions = {(row[0], row[1]): row for row in dynamic if row[6]}
     out = []
-    for sym in static:
-        exported = versions.get((sym.name, sym.address))
-        if sym.version is None and not sym.local and exported is not None:
-            sym = dataclasses.replace(sym, version=exported.version, hidden=exported.hidden)
-        out.append(sym)
+    for row in static:
+        exported = versions.get((row[0], row[1]))
+        if row[6] is None and not row[4] and exported is not None:
+            row = (*row[:6], exported[6], exported[7], row[8])
+        out.append(row)
     return out
 
 

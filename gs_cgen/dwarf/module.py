@@ -290,6 +290,8 @@ class ModuleDebugInfo:
     def ifunc_named(self, name: str) -> IfuncSymbol | None:
         """The GNU IFUNC `name` names here (its resolver, the GOT slots
         holding its choice, its candidate implementations), else None."""
+        if not any(s.ifunc for s in self._elf.symbols.named(name, SymbolKind.FUNC)):
+            return None       # the dynamic relocations are read for an IFUNC only
         return ifunc_symbol(self._elf, self._relocations, name)
 
     def import_slots(self, name: str) -> tuple[int, ...]:
