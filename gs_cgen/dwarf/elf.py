@@ -18,6 +18,7 @@ from enum import Enum
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE, ENUM_P_TYPE_BASE
 
 from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
@@ -71,6 +72,7 @@ class Section:
     file_offset: int
     flags: int
     nobits: bool
+    link: int = 0         # sh_link: a symbol table's string table, by index
 
 
 # A symbol as decoded: Symbol's fields, in order, its kind as the
@@ -91,11 +93,17 @@ class SymbolTable:
         for i, row in enumerate(rows):
             self._numbers.setdefault(row[0], []).append(i)
         self.by_name: Mapping[str, list[Symbol]] = _SymbolsByName(self)
-        func = SymbolKind.FUNC.value
-        funcs = sorted((i for i, row in enumerate(rows) if row[3] == func and row[1]),
-                       key=lambda i: rows[i][1])
-        self._funcs = funcs
-        self._func_starts = [rows[i][1] for i in funcs]
+
+    @functools.cached_property
+    def _funcs(self) -> list[int]:
+        """Row numbers of the functions, by address (for address lookups only)."""
+        rows, func = self._rows, SymbolKind.FUNC.value
+        return sorted((i for i, row in enumerate(rows) if row[3] == func and row[1]),
+                      key=lambda i: rows[i][1])
+
+    @functools.cached_property
+    def _func_starts(self) -> list[int]:
+        return [self._rows[i][1] for i in self._funcs]
 
     def _symbol(self, i: int) -> Symbol:
         symbol = self._made.get(i)
@@ -183,7 +191,11 @@ def _placed(symbol: Symbol) -> bool:
 
 
 class ElfImage:
-    """An opened ELF file; owns the file handle that pyelftools reads."""
+    """An opened ELF file; owns the file handle that pyelftools reads.
+    Headers, sections and segments are decoded from the raw bytes (ELF64
+    little-endian; anything else through pyelftools): pyelftools' construct
+    parsing of them took ~10 ms per module, and `-p PID` opens every
+    module the process maps."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -192,18 +204,25 @@ class ElfImage:
         except OSError as exc:
             raise DebugInfoError(f"cannot open '{path}': {exc.strerror}") from exc
         try:
-            self.elf = ELFFile(self._stream)
-        except ELFError as exc:
+            headers = _raw_headers(self._stream)
+            if headers is None:
+                headers = _pyelftools_headers(self.elf)
+        except (ELFError, struct.error, ValueError, IndexError, OSError) as exc:
             self._stream.close()
             raise DebugInfoError(f"'{path}' is not an ELF file") from exc
-        self.is_pie = self.elf.header["e_type"] == "ET_DYN"
-        self.machine = self.elf.header["e_machine"]       # "EM_X86_64", "EM_AARCH64", ...
-        self.segments = tuple(_load_segments(self.elf))
-        self.tls_segment, self.dynamic_vaddr = _tls_and_dynamic(self.elf)
-        self.sections = tuple(_sections(self.elf))
+        e_type, machine, self.elfclass, programs, self.sections = headers
+        self.is_pie = e_type == _ET_DYN
+        self.machine = _MACHINES.get(machine, str(machine))     # "EM_X86_64", "EM_AARCH64", ...
+        self.segments = tuple(_load_segments(programs))
+        self.tls_segment, self.dynamic_vaddr = _tls_and_dynamic(programs)
         self._by_name = {s.name: s for s in self.sections}
         self._symbols: SymbolTable | None = None
         self._symtab_image = self         # where .symtab is read from
+
+    @functools.cached_property
+    def elf(self) -> ELFFile:
+        """pyelftools' view, for DWARF and the rarer tables (built when first asked for)."""
+        return ELFFile(self._stream)
 
     def section(self, name: str) -> Section | None:
         return self._by_name.get(name)
@@ -274,10 +293,10 @@ class ElfImage:
     def _read_symbols(self, name: str, versions=()) -> list[SymbolRow]:
         """Defined symbols of table `name`; `versions[i]` is (version,
         hidden) of symbol i (.dynsym), else versions come from the names."""
-        sec = self.elf.get_section_by_name(name)
+        sec = self.section(name)
         if sec is None:
             return []
-        strtab = self.section_bytes(self.sections[sec["sh_link"]].name)
+        strtab = self.section_bytes(self.sections[sec.link].name)
         out: list[SymbolRow] = []
         current_file = None
         for index, (st_name, info, _, shndx, value, size) in enumerate(
@@ -353,29 +372,88 @@ def _section_class(nobits, executable, writable) -> str:
     return "data" if writable else "rodata"
 
 
-def _load_segments(elf: ELFFile):
-    for seg in elf.iter_segments():
-        if seg["p_type"] == "PT_LOAD":
-            yield LoadSegment(vaddr=seg["p_vaddr"], memsz=seg["p_memsz"], offset=seg["p_offset"],
-                              filesz=seg["p_filesz"], executable=bool(seg["p_flags"] & _PF_X),
-                              writable=bool(seg["p_flags"] & _PF_W))
+# ELF64 (gABI "ELF Header", "Program Header", "Sections"), little-endian.
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+_PHDR = struct.Struct("<IIQQQQQQ")       # p_type p_flags p_offset p_vaddr p_paddr p_filesz p_memsz p_align
+_SHDR = struct.Struct("<IIQQQQIIQQ")     # sh_name type flags addr offset size link info addralign entsize
+_ET_DYN = 3
+_PT_LOAD, _PT_DYNAMIC, _PT_TLS = 1, 2, 7
+_SHT_NOBITS = 8
+_SHN_XINDEX = 0xFFFF
+_MACHINES = {code: name for name, code in ENUM_E_MACHINE.items() if name.startswith("EM_")}
+_CLASSES = {1: 32, 2: 64}
 
 
-def _tls_and_dynamic(elf: ELFFile) -> tuple[TlsSegment | None, int | None]:
+def _raw_headers(stream):
+    """(e_type, e_machine, ELF class, program headers as _PHDR tuples,
+    sections) of an ELF64 little-endian file; None for another kind (the
+    caller asks pyelftools). Raises ValueError for what is no ELF file."""
+    stream.seek(0)
+    header = stream.read(_EHDR.size)
+    if len(header) < 16 or header[:4] != b"\x7fELF":
+        raise ValueError("no ELF magic")
+    if header[4] != 2 or header[5] != 1 or len(header) < _EHDR.size:
+        return None                                   # not ELFCLASS64 / ELFDATA2LSB
+    (_, e_type, e_machine, _, _, e_phoff, e_shoff, _, _, e_phentsize, e_phnum,
+     e_shentsize, e_shnum, e_shstrndx) = _EHDR.unpack(header)
+    if (e_phnum and e_phentsize != _PHDR.size) or (e_shnum and e_shentsize != _SHDR.size) or \
+            (e_shoff and not e_shnum) or e_shstrndx == _SHN_XINDEX:
+        return None                                   # extended numbering: rare, pyelftools has it
+    programs = list(_PHDR.iter_unpack(_read_at(stream, e_phoff, e_phnum * _PHDR.size)))
+    raw = list(_SHDR.iter_unpack(_read_at(stream, e_shoff, e_shnum * _SHDR.size)))
+    names = b""
+    if raw and e_shstrndx < len(raw):
+        strtab = raw[e_shstrndx]
+        names = _read_at(stream, strtab[4], strtab[5])
+    sections = tuple(
+        Section(name=_name_at(names, sh[0]), address=sh[3], size=sh[5], file_offset=sh[4],
+                flags=sh[2], nobits=sh[1] == _SHT_NOBITS, link=sh[6])
+        for sh in raw)
+    return e_type, e_machine, 64, programs, sections
+
+
+def _read_at(stream, offset: int, size: int) -> bytes:
+    stream.seek(offset)
+    data = stream.read(size)
+    if len(data) != size:
+        raise ValueError("ELF headers beyond the end of the file")
+    return data
+
+
+def _name_at(names: bytes, offset: int) -> str:
+    end = names.find(b"\0", offset)
+    return names[offset:end if end >= 0 else len(names)].decode("utf-8", "replace")
+
+
+def _pyelftools_headers(elf: ELFFile):
+    """_raw_headers' answer for the kinds of ELF file it leaves alone."""
+    programs = [(ENUM_P_TYPE_BASE.get(seg["p_type"], -1) if isinstance(seg["p_type"], str)
+                 else seg["p_type"], seg["p_flags"], seg["p_offset"], seg["p_vaddr"],
+                 seg["p_paddr"], seg["p_filesz"], seg["p_memsz"], seg["p_align"])
+                for seg in elf.iter_segments()]
+    sections = tuple(Section(name=sec.name, address=sec["sh_addr"], size=sec["sh_size"],
+                             file_offset=sec["sh_offset"], flags=sec["sh_flags"],
+                             nobits=sec["sh_type"] == "SHT_NOBITS", link=sec["sh_link"])
+                     for sec in elf.iter_sections())
+    machine = ENUM_E_MACHINE.get(elf.header["e_machine"], elf.header["e_machine"])
+    e_type = _ET_DYN if elf.header["e_type"] == "ET_DYN" else 0
+    return e_type, machine, elf.elfclass, programs, sections
+
+
+def _load_segments(programs):
+    for p_type, flags, offset, vaddr, _, filesz, memsz, _ in programs:
+        if p_type == _PT_LOAD:
+            yield LoadSegment(vaddr=vaddr, memsz=memsz, offset=offset, filesz=filesz,
+                              executable=bool(flags & _PF_X), writable=bool(flags & _PF_W))
+
+
+def _tls_and_dynamic(programs) -> tuple[TlsSegment | None, int | None]:
     """PT_TLS (the module's thread-local storage template) and where
     PT_DYNAMIC is (ld.so's link_map names the module by it: l_ld)."""
     tls = dynamic = None
-    for seg in elf.iter_segments():
-        if seg["p_type"] == "PT_TLS" and seg["p_memsz"]:
-            tls = TlsSegment(vaddr=seg["p_vaddr"], filesz=seg["p_filesz"], memsz=seg["p_memsz"],
-                             align=max(seg["p_align"], 1))
-        elif seg["p_type"] == "PT_DYNAMIC":
-            dynamic = seg["p_vaddr"]
+    for p_type, _, _, vaddr, _, filesz, memsz, align in programs:
+        if p_type == _PT_TLS and memsz:
+            tls = TlsSegment(vaddr=vaddr, filesz=filesz, memsz=memsz, align=max(align, 1))
+        elif p_type == _PT_DYNAMIC:
+            dynamic = vaddr
     return tls, dynamic
-
-
-def _sections(elf: ELFFile):
-    for sec in elf.iter_sections():
-        yield Section(name=sec.name, address=sec["sh_addr"], size=sec["sh_size"],
-                      file_offset=sec["sh_offset"], flags=sec["sh_flags"],
-                      nobits=sec["sh_type"] == "SHT_NOBITS")

@@ -68,10 +68,10 @@ _BASE_SPELLINGS = {
 
 def _require_x86_64(elf: ElfImage, name: str) -> None:
     # Registers, calling convention and pt_regs are x86_64's throughout.
-    if elf.machine != "EM_X86_64" or elf.elf.elfclass != 64:
+    if elf.machine != "EM_X86_64" or elf.elfclass != 64:
         machine = str(elf.machine).removeprefix("EM_")
         elf.close()
-        raise DebugInfoError(f"'{name}' is {elf.elf.elfclass}-bit {machine} code: unsupported "
+        raise DebugInfoError(f"'{name}' is {elf.elfclass}-bit {machine} code: unsupported "
                              "architecture (gs-cgen traces x86_64 processes only)")
 
 

@@ -82,12 +82,17 @@ def inlined_instances(index: DwarfIndex, name: str) -> list:
     kept in the index cache by build-id: an index of inlined copies by
     name, built name by name (most names have none, and finding that out
     takes several passes over all of .debug_info)."""
-    key = "inlined-" + hashlib.sha256(name.encode()).hexdigest()[:24]
+    key = inlined_cache_key(name)
     offsets = index.cached(key, lambda plain: _offsets_named(plain, name))
     if offsets is None:
         offsets = [die.offset for die in _find_inlined_instances(index, name)]
         index.store(key, (name, offsets))
     return [index.die_at(offset) for offset in offsets]
+
+
+def inlined_cache_key(name: str) -> str:
+    # Names may hold any character (C++ `ns::f(int)`); a file name may not.
+    return "inlined-" + hashlib.sha256(name.encode()).hexdigest()[:24]
 
 
 def _offsets_named(plain, name: str) -> list[int]:
