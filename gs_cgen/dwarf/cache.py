@@ -27,13 +27,19 @@ from gs_cgen.cachedir import cache_root, read_entry, write_entry
 
 FORMAT = 4      # 4: line rows keep their discriminator; 3: no functions without valid addresses
 MIN_DEBUG_INFO = 256 * 1024
+# Symbol tables of 1000 symbols and more (libc, ld.so: a `-p PID` opens
+# every mapped module) decode in several ms; smaller ones in less.
+MIN_SYMBOL_TABLE = 1000 * 24
 _BUILD_ID = re.compile(r"[0-9a-f]{8,128}")
 
 
-def open_index_cache(build_id: str | None, debug_info_size: int) -> "IndexCache | None":
-    """The cache for one build-id; None without a build-id, for small
-    DWARF, or when GS_CGEN_NO_CACHE=1."""
-    if not build_id or not _BUILD_ID.fullmatch(build_id) or debug_info_size < MIN_DEBUG_INFO:
+def open_index_cache(build_id: str | None, debug_info_size: int,
+                     minimum: int | None = None) -> "IndexCache | None":
+    """The cache for one build-id; None without a build-id, for inputs
+    smaller than `minimum` bytes (MIN_DEBUG_INFO of .debug_info by
+    default), or when GS_CGEN_NO_CACHE=1."""
+    least = MIN_DEBUG_INFO if minimum is None else minimum
+    if not build_id or not _BUILD_ID.fullmatch(build_id) or debug_info_size < least:
         return None
     root = cache_root()
     return IndexCache(os.path.join(root, build_id)) if root is not None else None

@@ -26,6 +26,7 @@ def cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("GS_CGEN_NO_CACHE", raising=False)
     monkeypatch.setattr(cache_mod, "MIN_DEBUG_INFO", 0)      # the fixtures are small
+    monkeypatch.setattr(cache_mod, "MIN_SYMBOL_TABLE", 0)
     return tmp_path / "cache"
 
 
