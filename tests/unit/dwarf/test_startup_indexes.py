@@ -120,3 +120,27 @@ def test_an_inlined_entry_of_another_name_is_not_used(cache_home, inlined_bin):
     fresh = ModuleDebugInfo(inlined_bin)
     assert [die.offset for die in inlined_instances(fresh._dwarf, "main")] == []
     assert [die.offset for die in inlined_instances(fresh._dwarf, "scale")] == offsets
+
+
+def test_raw_dynamic_info_equals_pyelftools(inlined_bin, symbols_lib):
+    """PT_INTERP and the loader's DT_* entries, decoded from the raw bytes,
+    on executables and libraries of this machine."""
+    import glob
+    import os
+    import sys
+
+    from gs_cgen.dwarf import dynamic
+
+    libraries = sorted(glob.glob("/usr/lib/x86_64-linux-gnu/lib*.so*"))[:60]
+    paths = [inlined_bin, symbols_lib, process_libc(), os.path.realpath(sys.executable),
+             *libraries]
+    compared = 0
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                expected = dynamic._dynamic_info(ELFFile(f))
+        except Exception:          # noqa: BLE001 - not an ELF file: nothing to compare
+            continue
+        assert dynamic.read_dynamic(path) == expected, path
+        compared += 1
+    assert compared >= 4
