@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import tempfile
 import zlib
 
 
@@ -43,6 +42,7 @@ def read_entry(path: str, version: int, name: str):
 
 def write_entry(path: str, version: int, name: str, value) -> None:
     """Best effort: a read-only or full disk just means no cache."""
+    import tempfile  # noqa: PLC0415 - ~8 ms to import (shutil, random...); a warm run writes nothing
     directory = os.path.dirname(path)
     try:
         payload = marshal.dumps(value)

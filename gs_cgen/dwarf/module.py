@@ -135,7 +135,7 @@ class ModuleDebugInfo:
         self.require_debug_info()
         # Linked executables and shared objects need no relocation of DWARF.
         debug = self._debug_elf
-        return DwarfIndex(debug.elf.get_dwarf_info(relocate_dwarf_sections=False),
+        return DwarfIndex(debug.dwarf_info(),
                           open_index_cache(self.build_id, debug.section(".debug_info").size))
 
     @functools.cached_property
@@ -149,7 +149,7 @@ class ModuleDebugInfo:
         dwarfinfo = self._dwarf.dwarfinfo
         # A separate debug file keeps .eh_frame only as a NOBITS header.
         eh_info = dwarfinfo if self._debug_elf is self._elf else \
-            self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
+            self._elf.dwarf_info()
         return CallFrames(dwarfinfo, data, hdr.address if hdr else 0, eh_frame_info=eh_info)
 
     @functools.cached_property

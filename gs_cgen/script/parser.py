@@ -14,7 +14,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
 import lark
@@ -134,6 +133,7 @@ def _load(path: str, digest: str) -> Lark | None:
 
 
 def _store(path: str, digest: str, parser: Lark) -> None:
+    import tempfile  # noqa: PLC0415 - only a cache miss writes
     directory = os.path.dirname(path)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
