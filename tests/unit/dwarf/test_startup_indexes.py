@@ -144,3 +144,30 @@ def test_raw_dynamic_info_equals_pyelftools(inlined_bin, symbols_lib):
         assert dynamic.read_dynamic(path) == expected, path
         compared += 1
     assert compared >= 4
+
+
+def test_lazy_dwarf_sections_read_what_pyelftools_reads(inlined_bin):
+    """The lazily read DWARFInfo decodes every CU, DIE and line row as
+    pyelftools' own get_dwarf_info does; a section nobody asks for is
+    never read."""
+    image = ElfImage(inlined_bin)
+    lazy = image.dwarf_info()
+    with open(inlined_bin, "rb") as f:
+        reference = ELFFile(f).get_dwarf_info(relocate_dwarf_sections=False)
+
+        def dies(info):
+            return [(die.offset, die.tag, sorted((k, a.value) for k, a in die.attributes.items()))
+                    for cu in info.iter_CUs() for die in cu.iter_DIEs()]
+
+        assert not _was_read(lazy.debug_line_sec)
+        assert dies(lazy) == dies(reference) and dies(lazy)
+        assert not _was_read(lazy.debug_line_sec)      # DIEs need no line program
+        rows = [[e.state and (e.state.address, e.state.line) for e in
+                 info.line_program_for_CU(cu).get_entries()]
+                for info in (lazy, reference) for cu in info.iter_CUs()]
+        assert rows[:len(rows) // 2] == rows[len(rows) // 2:]
+        assert _was_read(lazy.debug_line_sec)
+
+
+def _was_read(descriptor) -> bool:
+    return tuple.__getitem__(descriptor, 0)._stream is not None
