@@ -213,6 +213,14 @@ class _SectionLoader:
 
 
 @functools.cache
+def _dwarfinfo_parameters() -> frozenset[str]:
+    # The sections this pyelftools' DWARFInfo takes (0.32 and 0.33 differ).
+    import inspect  # noqa: PLC0415 - imported by dataclasses already
+    from elftools.dwarf.dwarfinfo import DWARFInfo  # noqa: PLC0415
+    return frozenset(inspect.signature(DWARFInfo.__init__).parameters)
+
+
+@functools.cache
 def _lazy_descriptor_type():
     from elftools.dwarf.dwarfinfo import DebugSectionDescriptor  # noqa: PLC0415
 
@@ -291,8 +299,16 @@ class ElfImage:
                 for name in _DWARF_SECTIONS.values() if name in self._by_name):
             return self.elf.get_dwarf_info(relocate_dwarf_sections=False)
         sections = {argument: self._lazy_section(name) for argument, name in _DWARF_SECTIONS.items()}
-        return DWARFInfo(config=DwarfConfig(little_endian=True, machine_arch="x64",
-                                            default_address_size=8), **sections)
+        accepted = _dwarfinfo_parameters()
+        if any(section is not None and argument not in accepted
+               for argument, section in sections.items()):
+            return self.elf.get_dwarf_info(relocate_dwarf_sections=False)   # another pyelftools
+        try:
+            return DWARFInfo(config=DwarfConfig(little_endian=True, machine_arch="x64",
+                                                default_address_size=8),
+                             **{a: s for a, s in sections.items() if a in accepted})
+        except TypeError:       # a pyelftools that wants other arguments
+            return self.elf.get_dwarf_info(relocate_dwarf_sections=False)
 
     def _lazy_section(self, name: str):
         sec = self._by_name.get(name)
