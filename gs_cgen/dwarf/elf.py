@@ -199,13 +199,15 @@ class _SectionLoader:
     """A section's bytes as a BytesIO, read on first use. BytesIO over a
     bytes object shares it (no copy) until written, and nothing writes."""
 
-    def __init__(self, fd: int, offset: int, size: int) -> None:
-        self._fd, self._offset, self._size = fd, offset, size
+    def __init__(self, file, offset: int, size: int) -> None:
+        # The file object, not its descriptor: once closed, a read fails
+        # rather than reading whatever file took the number.
+        self._file, self._offset, self._size = file, offset, size
         self._stream = None
 
     def get(self):
         if self._stream is None:
-            data = os.pread(self._fd, self._size, self._offset)
+            data = os.pread(self._file.fileno(), self._size, self._offset)
             if len(data) != self._size:
                 raise DebugInfoError("a DWARF section extends beyond the end of its file")
             self._stream = io.BytesIO(data)
@@ -314,7 +316,7 @@ class ElfImage:
         sec = self._by_name.get(name)
         if sec is None or sec.nobits:
             return None
-        loader = _SectionLoader(self._stream.fileno(), sec.file_offset, sec.size)
+        loader = _SectionLoader(self._stream, sec.file_offset, sec.size)
         return _lazy_descriptor_type()(loader, name, sec.file_offset, sec.size, sec.address)
 
     def section(self, name: str) -> Section | None:
