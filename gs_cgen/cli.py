@@ -201,11 +201,13 @@ def _target_libraries(target_path: str) -> tuple[str, ...]:
         return ()
 
 
-def _module_set(process, target_path, launched=None):
+def _module_set(process, target_path, launched=None, globals_elsewhere: bool = True):
     """-t names the module (functions and lines resolve there only); else
     they resolve in the executable, then in the libraries it maps (or, held,
     will load: in load order, as ld.so searches them, then what else is
-    mapped). Every mapped file is opened through the process's own view."""
+    mapped). Every mapped file is opened through the process's own view.
+    With -t alone, the file's library closure is worked out only when
+    `globals_elsewhere`: globals are all it is looked in for."""
     from gs_cgen.plan.modules import ModuleSet  # noqa: PLC0415
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
     from gs_cgen.runtime.ifunc import GotReader  # noqa: PLC0415
@@ -214,7 +216,7 @@ def _module_set(process, target_path, launched=None):
     if launched:
         closure = _held_libraries(process)
     else:
-        closure = _target_libraries(target_path) if process is None else ()
+        closure = _target_libraries(target_path) if process is None and globals_elsewhere else ()
     default = proc.target_file(target_path, process) if target_path else files[0]
     return ModuleSet.over(default, files, closure, restrict_to_default=bool(target_path),
                           ifunc_reader=reader)
@@ -233,7 +235,9 @@ def info(pid, target_path, kind, what) -> None:
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
     try:
         process = proc.open_process(pid) if pid is not None else None
-        click.echo(info_mod.describe(_module_set(process, target_path), kind, what))
+        # info lists parameters and locals: no global is looked up elsewhere.
+        modules = _module_set(process, target_path, globals_elsewhere=False)
+        click.echo(info_mod.describe(modules, kind, what))
     except GsError as exc:
         exc.span = None          # the pattern came from the command line, not a script
         _fail(exc, None)

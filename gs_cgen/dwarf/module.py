@@ -69,10 +69,10 @@ _BASE_SPELLINGS = {
 
 def _require_x86_64(elf: ElfImage, name: str) -> None:
     # Registers, calling convention and pt_regs are x86_64's throughout.
-    if elf.machine != "EM_X86_64" or elf.elf.elfclass != 64:
+    if elf.machine != "EM_X86_64" or elf.elfclass != 64:
         machine = str(elf.machine).removeprefix("EM_")
         elf.close()
-        raise DebugInfoError(f"'{name}' is {elf.elf.elfclass}-bit {machine} code: unsupported "
+        raise DebugInfoError(f"'{name}' is {elf.elfclass}-bit {machine} code: unsupported "
                              "architecture (gs-cgen traces x86_64 processes only)")
 
 
@@ -136,7 +136,7 @@ class ModuleDebugInfo:
         self.require_debug_info()
         # Linked executables and shared objects need no relocation of DWARF.
         debug = self._debug_elf
-        return DwarfIndex(debug.elf.get_dwarf_info(relocate_dwarf_sections=False),
+        return DwarfIndex(debug.dwarf_info(),
                           open_index_cache(self.build_id, debug.section(".debug_info").size))
 
     @functools.cached_property
@@ -150,7 +150,7 @@ class ModuleDebugInfo:
         dwarfinfo = self._dwarf.dwarfinfo
         # A separate debug file keeps .eh_frame only as a NOBITS header.
         eh_info = dwarfinfo if self._debug_elf is self._elf else \
-            self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
+            self._elf.dwarf_info()
         return CallFrames(dwarfinfo, data, hdr.address if hdr else 0, eh_frame_info=eh_info)
 
     @functools.cached_property
@@ -306,6 +306,8 @@ class ModuleDebugInfo:
     def ifunc_named(self, name: str) -> IfuncSymbol | None:
         """The GNU IFUNC `name` names here (its resolver, the GOT slots
         holding its choice, its candidate implementations), else None."""
+        if not any(s.ifunc for s in self._elf.symbols.named(name, SymbolKind.FUNC)):
+            return None       # the dynamic relocations are read for an IFUNC only
         return ifunc_symbol(self._elf, self._relocations, name)
 
     def import_slots(self, name: str) -> tuple[int, ...]:

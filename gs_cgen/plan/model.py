@@ -10,12 +10,15 @@ import hashlib
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.types import CType
-from gs_cgen.plan.ir import Scalar, walk
 from gs_cgen.script.ast import FormatKind
 from gs_cgen.source import SourceSpan
+
+if TYPE_CHECKING:       # the IR is imported where plans are built, not for `info`
+    from gs_cgen.plan.ir import Scalar
 
 
 def module_cookie(path: str, build_id: str | None) -> int:
@@ -345,6 +348,7 @@ class ProbePlan:
 
     def scalar_nodes(self):
         """Every IR node any capture of this probe evaluates."""
+        from gs_cgen.plan.ir import walk  # noqa: PLC0415
         return walk(v for slot in self.slots for v in capture_scalars(slot.capture))
 
     @cached_property
