@@ -9,7 +9,6 @@ the raw decode takes a few milliseconds.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import functools
 import io
 import os
