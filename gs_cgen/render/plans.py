@@ -341,8 +341,14 @@ def _plain_renderer(plan: _Plan, general: Renderer) -> Renderer:
 def _plain_single_line(read, need: int, step, general: Renderer) -> Renderer:
     """The common probe: one `print`."""
     word, mask, _, statuses, zeros, fmt, args = step
+    return _one_format(read, need, word, mask, statuses, zeros, fmt, args, general)
 
-    def plain(buffer, offset: int, size: int) -> tuple[str, int]:
+
+def _one_format(read, need: int, word: int, mask: int, statuses, zeros, fmt: str, args,
+                general: Renderer) -> Renderer:
+    """An event of one `print` rendered by one %-format when the line ran
+    and every value read fine; anything else goes the general way."""
+    def render(buffer, offset: int, size: int) -> tuple[str, int]:
         if size < need:
             return general(buffer, offset, size)
         fields = read(buffer, offset)
@@ -351,7 +357,7 @@ def _plain_single_line(read, need: int, step, general: Renderer) -> Renderer:
         if statuses(fields) != zeros:
             return general(buffer, offset, size)
         return fmt % args(fields), 1
-    return plain
+    return render
 
 
 def _json_renderer(plan: _Plan, probe: ProbePlan, general: Renderer) -> Renderer:
@@ -397,15 +403,5 @@ def _json_single_line(read, plan: _Plan, head: str, general: Renderer) -> Render
                            (None,) * len(plan.header) + line.json_line_converters
                            + line.json_value_converters)
 
-    need = plan.reader.size
-
-    def as_json(buffer, offset: int, size: int) -> tuple[str, int]:
-        if size < need:
-            return general(buffer, offset, size)
-        fields = read(buffer, offset)
-        if not fields[word] & mask:
-            return "", 0
-        if statuses(fields) != zeros:
-            return general(buffer, offset, size)
-        return fmt % arguments(fields), 1
-    return as_json
+    return _one_format(read, plan.reader.size, word, mask, statuses, zeros, fmt, arguments,
+                       general)
