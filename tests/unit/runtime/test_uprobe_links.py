@@ -38,7 +38,8 @@ def test_link_create_layout_is_the_kernels(kernel_btf, field, path):
     try:
         expected = kernel_btf.member_offset("bpf_attr", path, kind=btf.KIND_UNION)
     except btf.BtfError as exc:
-        pytest.skip(f"this kernel has no uprobe_multi links: {exc}")
+        require(f"this kernel has no uprobe_multi links: {exc}")
+        return
     assert getattr(LinkCreateAttr, field).offset == expected
 
 
