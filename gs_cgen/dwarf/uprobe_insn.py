@@ -87,3 +87,31 @@ def _is_push(insn: bytes) -> bool:
     if len(insn) == 1:
         return 0x50 <= insn[0] <= 0x57
     return len(insn) == 2 and insn[0] == 0x41 and 0x50 <= insn[1] <= 0x57
+
+
+# A prologue instruction that keeps every global as it was: frame set-up
+# and parameter spills. Anything else (a call to mcount or a stack probe,
+# a string store, a store through another register) may change memory a
+# probe reads, so a probe does not move before it.
+_STACK_ONLY_MNEMONICS = frozenset((
+    "push", "mov", "movq", "movl", "movw", "movb", "movabs", "movaps", "movups", "movapd",
+    "movsd", "movss", "movdqa", "movdqu", "sub", "add", "lea", "and", "endbr64", "nop", "xchg"))
+
+
+def writes_only_stack(code: bytes, address: int) -> bool:
+    """True when every instruction of `code` (at `address`) writes memory
+    only in the stack frame (through rsp or rbp) and calls nothing."""
+    import capstone                 # noqa: PLC0415
+    from capstone import x86        # noqa: PLC0415
+    decoder = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    decoder.detail = True
+    decoded = 0
+    for insn in decoder.disasm(code, address):
+        decoded += insn.size
+        if insn.mnemonic not in _STACK_ONLY_MNEMONICS:
+            return False
+        for operand in insn.operands:
+            if operand.type == x86.X86_OP_MEM and operand.access & capstone.CS_AC_WRITE and \
+                    operand.mem.base not in (x86.X86_REG_RSP, x86.X86_REG_RBP):
+                return False
+    return decoded == len(code)
