@@ -66,6 +66,7 @@ def finish_target(proc: subprocess.Popen) -> int:
     proc.stdin.write("go\n")
     proc.stdin.flush()
     m = re.match(r"ns (\d+) (\d+)", proc.stdout.readline())
+    proc.stdin.close()                 # lets the target exit
     if not m:
         raise RuntimeError("target gave no timing")
     return int(m.group(2))
