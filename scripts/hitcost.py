@@ -12,7 +12,12 @@ of that kind. Tracers run on the other CPUs:
 
   bcc-empty   BCC program `return 0;` attached at on_KIND's entry: the floor
   bpftrace    `uprobe:...:on_KIND /arg0 == 999999/ { printf(...) }`
-  gs-cgen     `trace on_KIND { if x == 999999 { print x; } }` (this checkout)
+  gs-cgen     `trace on_KIND { if x == 999999 { print x; } }` (this checkout;
+              --script changes the block, e.g. to read only globals)
+  gs-cgen@REV the same at commit REV (--baseline REV, via git archive)
+
+--opt O0 builds the target -O0 (every on_KIND then begins with push %rbp
+and gdb's `break` stops after the prologue, at a single-stepped spill).
 
 Each row is the median of --runs runs of ns added per call (traced loop
 minus the median untraced loop), with min-max. Timings on a shared 2-CPU
@@ -38,11 +43,22 @@ GS_SCRIPT = 'trace on_{kind} {{ if x == 999999 {{ print x; }} }}'
 BPFTRACE = 'uprobe:{path}:on_{kind} /arg0 == 999999/ {{ printf("x = %d\\n", arg0); }}'
 
 
-def build() -> Path:
+def build(opt: str) -> Path:
     BUILD.mkdir(parents=True, exist_ok=True)
-    binary = BUILD / "hitcost"
-    subprocess.run(["gcc", "-O2", "-g", "-o", str(binary), str(FIXTURE)], check=True)
+    binary = BUILD / f"hitcost_{opt}"
+    subprocess.run(["gcc", f"-{opt}", "-g", "-o", str(binary), str(FIXTURE)], check=True)
     return binary
+
+
+def export(rev: str) -> Path:
+    """gs-cgen as of `rev`, exported with git archive (its cli.py runs it)."""
+    out = BUILD / f"rev-{rev}"
+    if not out.exists():
+        out.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
 
 
 def cpus() -> tuple[str, str]:
@@ -146,17 +162,20 @@ def run_external(argv_for, binary: Path, kind: str, calls: int, cpu: str,
             tracer.kill()
 
 
-def gs_cgen_argv(binary: Path, kind: str, pid: int) -> list[str]:
-    return [sys.executable, str(REPO / "cli.py"), "trace", "-p", str(pid),
-            "-s", GS_SCRIPT.format(kind=kind), "--output", "plain"]
+def gs_cgen_argv(checkout: Path, script: str):
+    def argv(binary: Path, kind: str, pid: int) -> list[str]:
+        return [sys.executable, str(checkout / "cli.py"), "trace", "-p", str(pid),
+                "-s", script.format(kind=kind), "--output", "plain"]
+    return argv
 
 
 def bpftrace_argv(binary: Path, kind: str, pid: int) -> list[str]:
     return ["bpftrace", "-p", str(pid), "-e", BPFTRACE.format(path=binary, kind=kind)]
 
 
-def calls_for(kind: str) -> int:
-    return CALLS["slow"] if kind in ("mov", "endbr", "nop6") else CALLS["fast"]
+def calls_for(kind: str, opt: str) -> int:
+    single_stepped = kind in ("mov", "endbr") or opt == "O0"
+    return CALLS["slow"] if single_stepped else CALLS["fast"]
 
 
 def main() -> int:
@@ -164,33 +183,42 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--kinds", default="nop,mov")
     parser.add_argument("--tracers", default="bcc-empty,bpftrace,gs-cgen")
+    parser.add_argument("--baseline", metavar="REV", help="also measure gs-cgen at REV")
+    parser.add_argument("--opt", default="O2", choices=("O2", "O0"))
+    parser.add_argument("--script", default=GS_SCRIPT, help="gs-cgen block ({kind} is on_KIND)")
     args = parser.parse_args()
-    binary = build()
+    binary = build(args.opt)
     cpu, tracer_cpu = cpus()
     floor = EmptyBcc() if "bcc-empty" in args.tracers else None
     runners = {
         "bcc-empty": floor.run if floor else None,
         "bpftrace": lambda *a: run_external(bpftrace_argv, *a),
-        "gs-cgen": lambda *a: run_external(gs_cgen_argv, *a),
+        "gs-cgen": lambda *a: run_external(gs_cgen_argv(REPO, args.script), *a),
     }
-    print(f"target on CPU {cpu}, tracers on CPU {tracer_cpu}; load average "
-          f"{os.getloadavg()[0]:.2f}; median of {args.runs} runs")
-    print(f"{'instruction':12} {'tracer':10} {'calls':>7} {'ns/call':>8} {'added ns':>9} "
+    tracers = args.tracers.split(",")
+    if args.baseline:
+        name = f"gs-cgen@{args.baseline}"
+        old = export(args.baseline)
+        runners[name] = lambda *a: run_external(gs_cgen_argv(old, args.script), *a)
+        tracers.insert(tracers.index("gs-cgen") if "gs-cgen" in tracers else len(tracers), name)
+    print(f"-{args.opt} target on CPU {cpu}, tracers on CPU {tracer_cpu}; load average "
+          f"{os.getloadavg()[0]:.2f}; median of {args.runs} runs; gs-cgen: {args.script}")
+    print(f"{'instruction':12} {'tracer':16} {'calls':>7} {'ns/call':>8} {'added ns':>9} "
           f"{'min-max':>13} {'x floor':>7}")
     for kind in args.kinds.split(","):
-        calls = calls_for(kind)
+        calls = calls_for(kind, args.opt)
         base = statistics.median(untraced(binary, kind, calls, cpu)
                                  for _ in range(max(3, args.runs))) / calls
-        print(f"{kind:12} {'untraced':10} {calls:7} {base:8.1f}")
+        print(f"{kind:12} {'untraced':16} {calls:7} {base:8.1f}")
         floor_added = None
-        for name in args.tracers.split(","):
+        for name in tracers:
             added = [runners[name](binary, kind, calls, cpu, tracer_cpu) / calls - base
                      for _ in range(args.runs)]
             median = statistics.median(added)
             if name == "bcc-empty":
                 floor_added = median
             ratio = f"{median / floor_added:7.2f}" if floor_added else ""
-            print(f"{kind:12} {name:10} {calls:7} {base + median:8.1f} {median:9.1f} "
+            print(f"{kind:12} {name:16} {calls:7} {base + median:8.1f} {median:9.1f} "
                   f"{min(added):6.0f}-{max(added):<6.0f} {ratio}", flush=True)
     return 0
 
