@@ -88,18 +88,22 @@ def finish_target(proc: subprocess.Popen) -> int:
     return int(m.group(2))
 
 
-def code_byte(pid: int, address: int) -> int:
+_WATCHED = 64          # bytes of on_KIND watched for the uprobe's int3
+
+
+def code_bytes(pid: int, address: int) -> bytes:
     with open(f"/proc/{pid}/mem", "rb") as mem:
         mem.seek(address)
-        return mem.read(1)[0]
+        return mem.read(_WATCHED)
 
 
-def wait_armed(pid: int, address: int, original: int, proc: subprocess.Popen | None,
+def wait_armed(pid: int, address: int, original: bytes, proc: subprocess.Popen | None,
                limit: float = 30.0) -> None:
-    """Until the probed instruction is patched (int3, or a call once the
-    kernel optimizes a uprobe on a 5-byte nop)."""
+    """Until the function's code is patched (an int3 at the probe, which
+    may sit after the prologue, or a call once the kernel optimizes a
+    uprobe on a 5-byte nop)."""
     end = time.monotonic() + limit
-    while code_byte(pid, address) == original:
+    while code_bytes(pid, address) == original:
         if (proc is not None and proc.poll() is not None) or time.monotonic() > end:
             err = proc.stderr.read() if proc is not None and proc.stderr else ""
             raise RuntimeError(f"probe never armed: {err.strip()[-400:]}")
@@ -146,7 +150,8 @@ def _symbol_address(binary: Path, kind: str) -> int:
 def run_external(argv_for, binary: Path, kind: str, calls: int, cpu: str,
                  tracer_cpu: str) -> int:
     proc, address = start_target(binary, kind, calls, cpu)
-    original = (binary.read_bytes()[_symbol_address(binary, kind)])   # PIE: .text vaddr = offset
+    start = _symbol_address(binary, kind)                    # PIE: .text vaddr = offset
+    original = binary.read_bytes()[start:start + _WATCHED]
     tracer = subprocess.Popen(["taskset", "-c", tracer_cpu, *argv_for(binary, kind, proc.pid)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               start_new_session=True)
@@ -202,7 +207,7 @@ def main() -> int:
         runners[name] = lambda *a: run_external(gs_cgen_argv(old, args.script), *a)
         tracers.insert(tracers.index("gs-cgen") if "gs-cgen" in tracers else len(tracers), name)
     print(f"-{args.opt} target on CPU {cpu}, tracers on CPU {tracer_cpu}; load average "
-          f"{os.getloadavg()[0]:.2f}; median of {args.runs} runs; gs-cgen: {args.script}")
+          f"{os.getloadavg()[0]:.2f}; median of {args.runs} runs; gs-cgen: {args.script.format(kind='KIND')}")
     print(f"{'instruction':12} {'tracer':16} {'calls':>7} {'ns/call':>8} {'added ns':>9} "
           f"{'min-max':>13} {'x floor':>7}")
     for kind in args.kinds.split(","):

@@ -78,9 +78,14 @@ def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
         w.line(f"__u64 {_error_address(step)} = 0;")
     if early_event:
         _start_event(w, probe, functions.begin)
-    if _needs_ids(condition_nodes):
+    header = _header_needed(probe, condition_nodes)
+    if header:
         w.line("struct gs_event_hdr gs_hdr = {};")
-        w.line(f"gs_fill_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, {probe.event_size});")
+        if header == "all":       # $timestamp too: one ktime for the condition and the event
+            w.line(f"gs_fill_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, "
+                   f"{probe.event_size});")
+        else:
+            w.line("gs_current_ids(&gs_hdr);")
         w.line("struct gs_event_hdr *hdr = &gs_hdr;")
     decided = _lookups(w, probe, condition_nodes, set())
     w.line(c.comment("decide: evaluate the conditions, note the lines to render"))
@@ -90,7 +95,7 @@ def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     w.line(f"if (!({marked}))")
     w.line(f"    return {functions.drop + '(ev)' if early_event else '0'};")
     w.line(c.comment("build: this event is sent"))
-    _build(w, probe, started=early_event, have_ids=_needs_ids(condition_nodes), decided=decided)
+    _build(w, probe, started=early_event, header=header, decided=decided)
     for word in range(probe.bitmap_words):
         w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = {_lines_word(word)};")
     for step in _conditions(probe):
@@ -101,13 +106,16 @@ def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     _fill_values(w, probe, probe.steps, guarded=False)
 
 
-def _build(w: CWriter, probe: ProbePlan, started: bool, have_ids: bool = False,
+def _build(w: CWriter, probe: ProbePlan, started: bool, header: str = "",
            decided: set[tuple[str, int]] | None = None) -> None:
-    """Start the event (unless started), fill its header, look up what the
-    values still need."""
+    """Start the event (unless started), fill its header (from the one
+    the decision used, if any), look up what the values still need."""
     if not started:
         _start_event(w, probe, _event_functions(probe).begin)
-    if have_ids:
+    if header == "ids":
+        w.line(f"gs_stamp_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, "
+               f"{probe.event_size});")
+    if header:
         w.line("__builtin_memcpy(ev, &gs_hdr, sizeof(gs_hdr));")
     else:
         w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
@@ -137,10 +145,11 @@ def _lookups(w: CWriter, probe: ProbePlan, nodes, done: set[tuple[str, int]]) ->
         if ("offsets", cookie) in done:
             continue
         done.add(("offsets", cookie))
+        if cookie == probe.site.module_cookie:
+            _own_module_offsets(w, probe, cookie)
+            continue
         w.line(f"struct proc_module_offsets_value *{c.offsets_variable(cookie)} = "
                f"gs_module_offsets(ctx, hdr->key_pid, {c.u64_literal(cookie)});")
-        if cookie == probe.site.module_cookie:
-            _own_module_fallback(w, probe, cookie)
     for cookie in sorted({n.cookie for n in nodes if isinstance(n, ir.ThreadLocalBase)}):
         if ("tls", cookie) in done:
             continue
@@ -150,17 +159,17 @@ def _lookups(w: CWriter, probe: ProbePlan, nodes, done: set[tuple[str, int]]) ->
     return done
 
 
-def _own_module_fallback(w: CWriter, probe: ProbePlan, cookie: int) -> None:
-    """Before the tracer has read a new process's maps, the probe's own
-    module is still exactly locatable: the kernel sets regs->ip to the
-    probed instruction before running uprobe handlers, and all PT_LOADs of
-    a module share one load bias."""
+def _own_module_offsets(w: CWriter, probe: ProbePlan, cookie: int) -> None:
+    """The probe's own module needs no map lookup (and so no pid): the
+    kernel sets regs->ip to the probed instruction before running uprobe
+    handlers, and all PT_LOADs of a module share one load bias, which is
+    what the tracer would store for it (runtime/target.py)."""
     offsets = c.offsets_variable(cookie)
     w.line("struct proc_module_offsets_value gs_own = {};")
-    with w.block(f"if (!{offsets})"):
-        w.line(f"__u64 bias = {c.register_variable('ip')} - {c.u64_literal(probe.site.address)};")
-        w.line("gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;")
-        w.line(f"{offsets} = &gs_own;")
+    w.line(f"__u64 gs_bias = {c.register_variable('ip')} - {c.u64_literal(probe.site.address)};")
+    w.line("gs_own.text = gs_bias; gs_own.rodata = gs_bias; gs_own.data = gs_bias; "
+           "gs_own.bss = gs_bias;")
+    w.line(f"struct proc_module_offsets_value *{offsets} = &gs_own;")
 
 
 # ------------------------------------------------------------------ decide
@@ -293,10 +302,17 @@ def _condition_nodes(probe: ProbePlan) -> list:
                         for step in _conditions(probe)))
 
 
-def _needs_ids(nodes) -> bool:
-    """The header's fields, or its key_pid for a map lookup."""
-    return any(isinstance(n, (ir.HeaderField, ir.ModuleAddress, ir.ThreadLocalBase))
-               for n in nodes)
+def _header_needed(probe: ProbePlan, nodes) -> str:
+    """What the conditions need of the header: "all" its fields ($pid,
+    $timestamp...), only the "ids" (key_pid, for the load offsets of
+    another module or a TLS block), or nothing ''."""
+    if any(isinstance(n, ir.HeaderField) for n in nodes):
+        return "all"
+    if any(isinstance(n, ir.ThreadLocalBase) or
+           (isinstance(n, ir.ModuleAddress) and n.cookie != probe.site.module_cookie)
+           for n in nodes):
+        return "ids"
+    return ""
 
 
 def _always_marked(probe: ProbePlan, word: int) -> int:
@@ -311,7 +327,7 @@ def _registers(probe: ProbePlan) -> list[str]:
     registers = {n.register for n in probe.scalar_nodes() if isinstance(n, ir.RegisterValue)}
     if probe.site.module_cookie in {n.cookie for n in probe.scalar_nodes()
                                     if isinstance(n, ir.ModuleAddress)}:
-        registers.add("ip")           # _own_module_fallback
+        registers.add("ip")           # _own_module_offsets
     return sorted(registers)
 
 

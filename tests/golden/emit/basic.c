@@ -79,13 +79,21 @@ static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 #endif
 }
 
-static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
-                                           __u32 kind, __u32 size)
+/* Everything in the header but the ids (a probe whose condition needed
+ * only the ids has them already). */
+static __always_inline void gs_stamp_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                            __u32 kind, __u32 size)
 {
     hdr->timestamp_ns = bpf_ktime_get_ns();
     hdr->probe_id = probe_id;
     hdr->kind = kind;
     hdr->size = size;
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    gs_stamp_header(hdr, probe_id, kind, size);
     gs_current_ids(hdr);
 }
 
@@ -220,13 +228,10 @@ int gs_probe_0(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     gs_fill_header(hdr, 0, GS_EVENT_TRACE, 160);
     *(__u64 *)(ev + 40) = 0x7ULL;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, hdr->key_pid, 0x10f5dab2c49d9be6ULL);
     struct proc_module_offsets_value gs_own = {};
-    if (!gs_offsets_10f5dab2c49d9be6) {
-        __u64 bias = gs_reg_ip - 0x1145ULL;
-        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
-        gs_offsets_10f5dab2c49d9be6 = &gs_own;
-    }
+    __u64 gs_bias = gs_reg_ip - 0x1145ULL;
+    gs_own.text = gs_bias; gs_own.rodata = gs_bias; gs_own.data = gs_bias; gs_own.bss = gs_bias;
+    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = &gs_own;
     {
         /* value 0: fd */
         gs_read_user(ev, 48, 64, 4, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))));
@@ -280,13 +285,10 @@ int gs_probe_1(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     gs_fill_header(hdr, 1, GS_EVENT_TRACE, 120);
     *(__u64 *)(ev + 40) = 0x3ULL;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, hdr->key_pid, 0x10f5dab2c49d9be6ULL);
     struct proc_module_offsets_value gs_own = {};
-    if (!gs_offsets_10f5dab2c49d9be6) {
-        __u64 bias = gs_reg_ip - 0x1150ULL;
-        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
-        gs_offsets_10f5dab2c49d9be6 = &gs_own;
-    }
+    __u64 gs_bias = gs_reg_ip - 0x1150ULL;
+    gs_own.text = gs_bias; gs_own.rodata = gs_bias; gs_own.data = gs_bias; gs_own.bss = gs_bias;
+    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = &gs_own;
     {
         /* value 0: g_color */
         if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4014ULL; goto gs_fail_0; }

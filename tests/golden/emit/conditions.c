@@ -78,13 +78,21 @@ static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 #endif
 }
 
-static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
-                                           __u32 kind, __u32 size)
+/* Everything in the header but the ids (a probe whose condition needed
+ * only the ids has them already). */
+static __always_inline void gs_stamp_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                            __u32 kind, __u32 size)
 {
     hdr->timestamp_ns = bpf_ktime_get_ns();
     hdr->probe_id = probe_id;
     hdr->kind = kind;
     hdr->size = size;
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    gs_stamp_header(hdr, probe_id, kind, size);
     gs_current_ids(hdr);
 }
 
@@ -218,16 +226,10 @@ int gs_probe_0(struct pt_regs *ctx)
     __u64 gs_ea0 = 0;
     __u8 gs_es2 = 0;
     __u64 gs_ea2 = 0;
-    struct gs_event_hdr gs_hdr = {};
-    gs_fill_header(&gs_hdr, 0, GS_EVENT_TRACE, 128);
-    struct gs_event_hdr *hdr = &gs_hdr;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, hdr->key_pid, 0x10f5dab2c49d9be6ULL);
     struct proc_module_offsets_value gs_own = {};
-    if (!gs_offsets_10f5dab2c49d9be6) {
-        __u64 bias = gs_reg_ip - 0x1145ULL;
-        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
-        gs_offsets_10f5dab2c49d9be6 = &gs_own;
-    }
+    __u64 gs_bias = gs_reg_ip - 0x1145ULL;
+    gs_own.text = gs_bias; gs_own.rodata = gs_bias; gs_own.data = gs_bias; gs_own.bss = gs_bias;
+    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = &gs_own;
     /* decide: evaluate the conditions, note the lines to render */
     {
         /* if fd > 3 && size / fd != 0 */
@@ -298,7 +300,8 @@ int gs_probe_0(struct pt_regs *ctx)
     __u8 *ev = gs_begin_event(0, 128, 128);
     if (!ev)
         return 0;
-    __builtin_memcpy(ev, &gs_hdr, sizeof(gs_hdr));
+    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
+    gs_fill_header(hdr, 0, GS_EVENT_TRACE, 128);
     *(__u64 *)(ev + 40) = gs_lines0;
     if (gs_lines0 & 0x1ULL) {
         gs_fail_value(ev, 48, gs_es0, gs_ea0);

@@ -83,13 +83,21 @@ static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 #endif
 }
 
-static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
-                                           __u32 kind, __u32 size)
+/* Everything in the header but the ids (a probe whose condition needed
+ * only the ids has them already). */
+static __always_inline void gs_stamp_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                            __u32 kind, __u32 size)
 {
     hdr->timestamp_ns = bpf_ktime_get_ns();
     hdr->probe_id = probe_id;
     hdr->kind = kind;
     hdr->size = size;
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    gs_stamp_header(hdr, probe_id, kind, size);
     gs_current_ids(hdr);
 }
 
@@ -235,7 +243,7 @@ int gs_probe_0(struct pt_regs *ctx)
     __u8 gs_es2 = 0;
     __u64 gs_ea2 = 0;
     struct gs_event_hdr gs_hdr = {};
-    gs_fill_header(&gs_hdr, 0, GS_EVENT_TRACE, 144);
+    gs_current_ids(&gs_hdr);
     struct gs_event_hdr *hdr = &gs_hdr;
     struct proc_module_tls_value *gs_tls_10f5dab2c49d9be6 = gs_module_tls(ctx, hdr->key_pid, 0x10f5dab2c49d9be6ULL);
     /* decide: evaluate the conditions, note the lines to render */
@@ -275,6 +283,7 @@ int gs_probe_0(struct pt_regs *ctx)
     __u8 *ev = gs_begin_event(0, 144, 144);
     if (!ev)
         return 0;
+    gs_stamp_header(&gs_hdr, 0, GS_EVENT_TRACE, 144);
     __builtin_memcpy(ev, &gs_hdr, sizeof(gs_hdr));
     *(__u64 *)(ev + 40) = gs_lines0;
     if (gs_lines0 & 0x2ULL) {
