@@ -4,14 +4,17 @@ the entry instruction. Every value is checked against gdb at the same
 breakpoints (tests/fixtures/hitcost.c)."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from gs_cgen.dwarf.uprobe_insn import UprobeHandling, uprobe_handling
-from tests.live.conftest import compile_fixture, gs_cgen, gs_cgen_popen
+from tests.live.conftest import REPO, compile_fixture, gs_cgen
 
 KINDS = ("nop", "nop5", "nop6", "endbr", "push", "push_r12", "jmp", "mov")
 
@@ -63,16 +66,19 @@ def dry_run(binary: Path, script: str) -> str:
 
 # ----------------------------------------------- the kernel's emulation table
 
-def _xol_area_after_hits(binary: Path, kind: str) -> bool:
-    """Hit on_KIND 20 times under a gs-cgen probe; True when the kernel
-    made the XOL area ("[uprobes]"), which only single-stepping needs."""
-    target = subprocess.Popen([str(binary), kind, "20"], stdin=subprocess.PIPE,
+def trace_running(binary: Path, script: str, kind: str, calls: int, *options: str,
+                  env=None, inspect=None) -> list[str]:
+    """Trace `hitcost KIND CALLS` by -p once gs-cgen says it is tracing;
+    the trace lines, and `inspect(pid)` called before the target exits."""
+    target = subprocess.Popen([str(binary), kind, str(calls)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     tracer = None
     try:
         assert target.stdout.readline().startswith("ready ")
-        tracer = gs_cgen_popen("trace", "-p", str(target.pid), "-s",
-                               f"trace on_{kind} {{ if x == 999999 {{ print x; }} }}")
+        tracer = subprocess.Popen([sys.executable, "-m", "gs_cgen.cli", "trace", "-p",
+                                   str(target.pid), "-s", script, "--output", "plain", *options],
+                                  cwd=REPO, env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         # Its "tracing" line, not the int3 alone: libbcc may fall back to a
         # tracefs event after a first attempt armed the int3 for a moment.
         for line in tracer.stderr:
@@ -80,16 +86,30 @@ def _xol_area_after_hits(binary: Path, kind: str) -> bool:
                 break
         else:
             raise AssertionError(f"gs-cgen never attached (rc {tracer.wait()})")
+        # The "tracing" line comes before the reader opens its perf
+        # buffers: an event sent in between is lost (on main too).
+        time.sleep(1)
         target.stdin.write("go\n")
         target.stdin.flush()
-        assert target.stdout.readline().startswith("ns 20 ")
-        return "[uprobes]" in Path(f"/proc/{target.pid}/maps").read_text()
+        assert target.stdout.readline().startswith(f"ns {calls} ")
+        if inspect is not None:
+            inspect(target.pid)
     finally:
         target.stdin.close()
         target.wait(30)
-        if tracer is not None:
-            tracer.terminate()
-            tracer.wait(30)
+    out, err = tracer.communicate(timeout=30)     # it ends when the target does
+    assert tracer.returncode == 0, err
+    return [line for line in out.splitlines() if line]
+
+
+def _xol_area_after_hits(binary: Path, kind: str) -> bool:
+    """Hit on_KIND 20 times under a gs-cgen probe; True when the kernel
+    made the XOL area ("[uprobes]"), which only single-stepping needs."""
+    seen = []
+    trace_running(binary, f"trace on_{kind} {{ if x == 999999 {{ print x; }} }}", kind, 20,
+                  inspect=lambda pid: seen.append(
+                      "[uprobes]" in Path(f"/proc/{pid}/maps").read_text()))
+    return seen[0]
 
 
 def test_emulation_table_matches_the_running_kernel(optimized):
@@ -112,10 +132,27 @@ def test_emulation_table_matches_the_running_kernel(optimized):
 
 # ------------------------------------------------- decide before building
 
-def test_condition_sends_only_the_true_hit(optimized):
+BUILDS = {   # the three event builders: ring reservation, per-CPU scratch, perf array
+    "sleepable ring": ((), {}),
+    "ring, not sleepable": ((), {"GS_CGEN_SLEEPABLE": "off"}),
+    "perf": (("--event-map", "perf"), {}),
+}
+CONDITIONS = {
+    "registers only": "x == 5",
+    "a global": "x == g_limit - 2",
+    # compares target bytes: the work area after the event is taken first
+    "target bytes": 'x == 5 && memcmp(&g_limit, hex("07 00 00 00 00 00 00 00"), 8)',
+}
+
+
+@pytest.mark.parametrize("build", BUILDS)
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_condition_sends_only_the_true_hit(optimized, build, condition):
     """Ten hits, one true: one event, with gdb's values at that hit."""
-    lines = trace_lines(optimized, 'trace on_nop { if x == 5 { '
-                        'print "x={} y={} calls={}", x, y, g_calls; } }', "nop 10 nowait")
+    options, env = BUILDS[build]
+    lines = trace_running(optimized, f'trace on_nop {{ if {CONDITIONS[condition]} {{ '
+                          'print "x={} y={} calls={}", x, y, g_calls; } }', "nop", 10,
+                          *options, env={**os.environ, **env})
     expected = gdb_values(optimized, "on_nop if x == 5", "x=%d y=%ld calls=%ld",
                           "x, y, g_calls", "nop 10 nowait")
     assert expected == ["x=5 y=15 calls=6"]
