@@ -2,7 +2,7 @@
 # Both install what they need first (scripts/setup.sh, idempotent, root).
 PY := .venv/bin/python
 
-.PHONY: setup test test-oldest unit demo clean fidelity
+.PHONY: setup test test-oldest unit demo clean fidelity bench
 
 setup:
 	bash scripts/setup.sh
@@ -30,3 +30,12 @@ clean:
 # and libpython3.11; tables on stdout, build/fidelity/report.json.
 fidelity: setup
 	$(PY) -m fidelity
+
+# gs-cgen beside bpftrace, perf probe, raw ftrace uprobes, gdb and a BCC empty
+# program on the same instruction (root; bench/README.md): issue #10's table
+# as markdown on stdout, ~6 min; `make bench BENCH_ARGS=--quick` in < 2 min.
+# bpftrace is installed here for the bench only (the test suite never needs it).
+bench: setup
+	command -v bpftrace >/dev/null || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q bpftrace; }
+	$(PY) -m bench $(BENCH_ARGS)

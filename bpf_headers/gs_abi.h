@@ -58,6 +58,38 @@ enum gs_limits {
     GS_STRING_PAGES = 3,
 };
 
+/* `bt`: the value's data is a gs_backtrace_regs, then the user stack from
+ * sp upward (the value's length field: how many stack bytes, its address
+ * field: sp). The probe copies the stack in GS_BT_CHUNK-byte reads until
+ * the window is full or a read fails at the top of the stack mapping, then
+ * what is left of that last page; Python unwinds the copy with DWARF CFI
+ * (gs_cgen/unwind). The registers: those an x86-64 unwind starts from
+ * (rip, rsp, the callee-saved ones a caller's frame can still hold), then
+ * the others, which only the probed frame's `bt full` parameters use. */
+struct gs_backtrace_regs {
+    __u64 ip;
+    __u64 sp;
+    __u64 bp;
+    __u64 bx;
+    __u64 r12;
+    __u64 r13;
+    __u64 r14;
+    __u64 r15;
+    __u64 ax;
+    __u64 dx;
+    __u64 cx;
+    __u64 si;
+    __u64 di;
+    __u64 r8;
+    __u64 r9;
+    __u64 r10;
+    __u64 r11;
+};
+
+enum gs_backtrace_limits {
+    GS_BT_CHUNK = 512,
+};
+
 /* Header at offset 0 of every event. pid/tid: the target's PID-namespace
  * view ($pid/$tid); host_pid/host_tid: the initial namespace; key_pid: the
  * view in which the tracer read /proc, used for every map key. */

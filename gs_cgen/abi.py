@@ -8,15 +8,15 @@ rules (natural alignment, size rounded to the largest member alignment).
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import re
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from pycparser import c_ast, c_parser
-from pycparser.c_parser import ParseError  # pycparser 2.x and 3.x both export it here
-
+from gs_cgen.cachedir import cache_root, read_entry, write_entry
 from gs_cgen.errors import GsError
 
 # gs_cgen/bpf_headers links to the repository's bpf_headers/ and is package data.
@@ -95,7 +95,54 @@ class Abi:
 
 @lru_cache(maxsize=1)
 def load_abi(path: Path = HEADER_PATH) -> Abi:
+    """The ABI of the header at `path`: from the cache when this header and
+    this module (the layout rules) are the ones it was derived from, else
+    parsed with pycparser (whose import alone takes ~15 ms)."""
     text = path.read_text()
+    key = _cache_key(text)
+    root = cache_root()
+    entry = os.path.join(root, "abi", f"{key}.marshal") if root is not None else None
+    cached = _abi_from_plain(read_entry(entry, _CACHE_VERSION, key)) if entry else None
+    if cached is not None:
+        return cached
+    parsed = _parse_abi(path, text)
+    if entry is not None:
+        write_entry(entry, _CACHE_VERSION, key, _abi_plain(parsed))
+    return parsed
+
+
+_CACHE_VERSION = 1
+
+
+def _cache_key(header_text: str) -> str:
+    rules = Path(__file__).read_bytes()          # _layout_struct and friends
+    return hashlib.sha256(header_text.encode() + b"\0" + rules).hexdigest()[:32]
+
+
+def _abi_plain(abi: Abi) -> tuple:
+    structs = {name: (layout.size, tuple((f.name, f.offset, f.size, f.format, f.count)
+                                         for f in layout.fields))
+               for name, layout in abi.structs.items()}
+    return structs, abi.constants, abi.map_names
+
+
+def _abi_from_plain(plain) -> Abi | None:
+    """None for anything of the wrong shape (cachedir.py: a bad entry is absent)."""
+    try:
+        structs, constants, map_names = plain
+        layouts = {name: StructLayout(name, size, tuple(FieldLayout(*f) for f in fields))
+                   for name, (size, fields) in structs.items()}
+        if not all(isinstance(v, int) for v in constants.values()) or \
+                not all(isinstance(v, str) for v in map_names.values()):
+            return None
+        return Abi(layouts, dict(constants), dict(map_names))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _parse_abi(path: Path, text: str) -> Abi:
+    from pycparser import c_ast, c_parser  # noqa: PLC0415 - only when not cached
+    from pycparser.c_parser import ParseError  # noqa: PLC0415 - 2.x and 3.x export it here
     # pycparser takes preprocessed C: drop comments (keeping line count) and
     # directives; the GS_MAP_* defines are read separately.
     uncommented = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
@@ -108,19 +155,19 @@ def load_abi(path: Path = HEADER_PATH) -> Abi:
     constants: dict[str, int] = {}
     structs: dict[str, StructLayout] = {}
     for node in ast.ext:
-        _collect(node.type if isinstance(node, c_ast.Decl) else node, constants, structs)
+        _collect(node.type if isinstance(node, c_ast.Decl) else node, constants, structs, c_ast)
     return Abi(structs, constants, dict(_DEFINE.findall(text)))
 
 
-def _collect(node, constants: dict[str, int], structs: dict[str, StructLayout]) -> None:
+def _collect(node, constants: dict[str, int], structs: dict[str, StructLayout], c_ast) -> None:
     if isinstance(node, c_ast.Enum) and node.values:
         for item in node.values.enumerators:
-            constants[item.name] = _const_value(item.value, constants)
+            constants[item.name] = _const_value(item.value, constants, c_ast)
     elif isinstance(node, c_ast.Struct) and node.decls:
-        structs[node.name] = _layout_struct(node, constants)
+        structs[node.name] = _layout_struct(node, constants, c_ast)
 
 
-def _const_value(expr, constants: dict[str, int]) -> int:
+def _const_value(expr, constants: dict[str, int], c_ast) -> int:
     if isinstance(expr, c_ast.Constant):
         return int(expr.value, 0)
     if isinstance(expr, c_ast.ID):
@@ -128,12 +175,12 @@ def _const_value(expr, constants: dict[str, int]) -> int:
     raise GsError(f"gs_abi.h: unsupported constant expression {expr!r}")
 
 
-def _layout_struct(node: c_ast.Struct, constants: dict[str, int]) -> StructLayout:
+def _layout_struct(node, constants: dict[str, int], c_ast) -> StructLayout:
     offset, max_align, fields = 0, 1, []
     for decl in node.decls:
         elem_type, count = decl.type, 1
         if isinstance(elem_type, c_ast.ArrayDecl):
-            count = _const_value(elem_type.dim, constants)
+            count = _const_value(elem_type.dim, constants, c_ast)
             elem_type = elem_type.type
         type_name = elem_type.type.names[0]
         size, fmt = _SCALARS[type_name]

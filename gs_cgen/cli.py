@@ -52,6 +52,8 @@ class TraceRequest:
     emit_c: bool
     event_map: str
     mem_dump_cap: int
+    backtrace_depth: int
+    backtrace_stack: int
 
 
 @cli.command(context_settings={"ignore_unknown_options": False})
@@ -69,6 +71,10 @@ class TraceRequest:
 @click.option("--emit-c", is_flag=True, help="Print the generated C and exit (no root needed).")
 @click.option("--event-map", type=click.Choice(["ringbuf", "perf"]), default="ringbuf")
 @click.option("--mem-dump-cap", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--backtrace-depth", type=click.IntRange(1, 128), default=64, show_default=True,
+              help="Frames a `bt` shows at most.")
+@click.option("--backtrace-stack", type=click.IntRange(min=512), default=16384, show_default=True,
+              help="Bytes of stack a `bt` copies from sp for the unwinder.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def trace(script_text, script_file, **options) -> None:
     """Attach a trace script to a process, a binary, or a command to launch."""
@@ -157,6 +163,8 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
     options = PlanOptions(script_name=script.name, pid_namespace=proc.pid_namespaces(process),
                           transport=EventTransport(request.event_map), input_pid=request.pid,
                           mem_dump_cap=request.mem_dump_cap, watch_exec=process is None,
+                          backtrace_depth=request.backtrace_depth,
+                          backtrace_stack=request.backtrace_stack,
                           thread_pointer=thread_pointer())
     modules = _module_set(process, request.target_path, launched)
     return compile_script(script.text, modules, options), process
@@ -193,11 +201,13 @@ def _target_libraries(target_path: str) -> tuple[str, ...]:
         return ()
 
 
-def _module_set(process, target_path, launched=None):
+def _module_set(process, target_path, launched=None, globals_elsewhere: bool = True):
     """-t names the module (functions and lines resolve there only); else
     they resolve in the executable, then in the libraries it maps (or, held,
     will load: in load order, as ld.so searches them, then what else is
-    mapped). Every mapped file is opened through the process's own view."""
+    mapped). Every mapped file is opened through the process's own view.
+    With -t alone, the file's library closure is worked out only when
+    `globals_elsewhere`: globals are all it is looked in for."""
     from gs_cgen.plan.modules import ModuleSet  # noqa: PLC0415
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
     from gs_cgen.runtime.ifunc import GotReader  # noqa: PLC0415
@@ -206,7 +216,7 @@ def _module_set(process, target_path, launched=None):
     if launched:
         closure = _held_libraries(process)
     else:
-        closure = _target_libraries(target_path) if process is None else ()
+        closure = _target_libraries(target_path) if process is None and globals_elsewhere else ()
     default = proc.target_file(target_path, process) if target_path else files[0]
     return ModuleSet.over(default, files, closure, restrict_to_default=bool(target_path),
                           ifunc_reader=reader)
@@ -225,7 +235,9 @@ def info(pid, target_path, kind, what) -> None:
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
     try:
         process = proc.open_process(pid) if pid is not None else None
-        click.echo(info_mod.describe(_module_set(process, target_path), kind, what))
+        # info lists parameters and locals: no global is looked up elsewhere.
+        modules = _module_set(process, target_path, globals_elsewhere=False)
+        click.echo(info_mod.describe(modules, kind, what))
     except GsError as exc:
         exc.span = None          # the pattern came from the command line, not a script
         _fail(exc, None)

@@ -10,8 +10,7 @@ from typing import Callable
 
 from gs_cgen.abi import abi
 from gs_cgen.pipeline import Compiled
-from gs_cgen.render.decode import decode, event_header
-from gs_cgen.render.output import make_sink
+from gs_cgen.render.output import EventWriter
 from gs_cgen.runtime import target as proc
 from gs_cgen.runtime.collector import LossReports, collect
 from gs_cgen.runtime.launch import LaunchedCommand
@@ -58,9 +57,12 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
             return 0
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
+        resolver = FrameResolver()
+        if options.pid is not None:
+            resolver.remember(options.pid)
         if launched is not None:
-            _start(launched, keeper)
-        status = _loop(session, compiled, options, stop, diagnostics, keeper, launched)
+            _start(launched, keeper, resolver)
+        status = _loop(session, compiled, options, stop, diagnostics, keeper, launched, resolver)
         if launched is not None and launched.released and launched.end():
             diagnostics(f"trace ended; command {launched.exit_description()}")
         return status
@@ -70,41 +72,49 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
             signal.signal(sig, handler)
 
 
-def _start(launched: LaunchedCommand, keeper: OffsetKeeper) -> None:
+def _start(launched: LaunchedCommand, keeper: OffsetKeeper, resolver: FrameResolver) -> None:
     """Let the held command go. The probes are live through ld.so and the
     libraries' constructors; at the program's entry point every library it
     links is mapped, so their offsets are filled before its own code runs
     (else its first events would read other modules' globals as
-    unavailable)."""
+    unavailable). Its maps are read there too, so that a command which
+    exits before its `bt` events render still has its modules named."""
     if launched.run_to_entry():
         keeper.watch(launched.pid)
+        resolver.remember(launched.pid)
     launched.release()
 
 
 def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, diagnostics,
-          keeper: OffsetKeeper, launched: LaunchedCommand | None) -> int:
+          keeper: OffsetKeeper, launched: LaunchedCommand | None, resolver: FrameResolver) -> int:
     probes = {p.site.probe_id: p for p in compiled.plan.probes}
-    sink = make_sink(options.output, FrameResolver())
+    writer = EventWriter(options.output, probes, resolver)
+    renderers, emit = writer.renderers, writer.chunks.append
     kinds = abi().constants
+    limit = float("inf") if options.max_events is None else options.max_events
     rendered = 0
     deadline = None if options.duration is None else time.monotonic() + options.duration
 
-    def on_event(raw: bytes) -> bool:
+    def on_event(probe_id: int, buffer, offset: int, size: int) -> bool:
         """False once no more events are wanted (ends the current poll)."""
         nonlocal rendered
-        header = event_header(raw)
-        if header["kind"] in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
-            keeper.watch(header["key_pid"])
-            return True
-        if max_events_reached():
+        if rendered >= limit:
             return False
-        probe = probes.get(header["probe_id"])
-        if probe is not None and sink(decode(raw, probe), probe):
-            rendered += 1
+        render = renderers.get(probe_id)
+        if render is not None:
+            text, count = render(buffer, offset, size)
+            if count:
+                emit(text)
+                rendered += 1
         return True
 
+    def on_notice(kind: int, key_pid: int) -> None:
+        """A probe found no load offsets for key_pid, or key_pid exec'd."""
+        if kind in (kinds["GS_EVENT_OFFSETS_MISS"], kinds["GS_EVENT_EXEC"]):
+            keeper.watch(key_pid)
+
     def should_stop() -> bool:
-        sys.stdout.flush()       # once per poll batch, not per event
+        writer.flush()           # one write per poll batch, not per event
         keeper.retry()
         if max_events_reached():
             return True
@@ -119,14 +129,16 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         return stop.raised
 
     def max_events_reached() -> bool:
-        return options.max_events is not None and rendered >= options.max_events
+        return rendered >= limit
 
     losses = LossReports(
         periodic=lambda new, total: diagnostics(f"lost {new} events ({total} in total)"),
         final=lambda total: diagnostics(f"lost {total} events in total"))
-    collect(session, on_event, should_stop, losses,
-            unread_is_lost=lambda: not max_events_reached())
-    sys.stdout.flush()
+    try:
+        collect(session, on_event, should_stop, losses,
+                unread_is_lost=lambda: not max_events_reached(), on_notice=on_notice)
+    finally:
+        writer.flush()           # what the end-of-trace drain rendered
     return 0
 
 

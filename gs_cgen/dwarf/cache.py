@@ -1,16 +1,15 @@
 """On-disk cache of DWARF indexes, keyed by build-id (DESIGN.md "Speed").
 
 A build-id names one linked image, so what we decode from its DWARF (line
-tables, top-level functions, file names, the call sites of each callee
-looked up so far) never changes. Entries live in
+tables, top-level functions, file names, symbol tables, the call sites of
+each callee and the inlined copies of each function looked up so far)
+never changes. Entries live in
 `${XDG_CACHE_HOME:-~/.cache}/gs-cgen/<build-id>/v<FORMAT>-<name>.marshal`.
 
-Values are plain tuples, dicts, ints and strings, stored with `marshal`
-(which, unlike pickle, cannot run code when read). Each file carries the
-format version, its own name and a CRC32 of the payload; any mismatch or
-read error makes `load` return None and the caller recomputes, so a bad
-cache costs time, never a wrong answer. Writes go to a temporary file that
-is renamed into place, so a reader never sees half a file.
+Values are plain tuples, dicts, ints and strings, stored as
+gs_cgen/cachedir.py writes entries (marshal, version, name and CRC32
+checked on reading, atomic writes): a bad cache costs time, never a wrong
+answer.
 
 Small modules decode in milliseconds, so only those with at least
 MIN_DEBUG_INFO bytes of .debug_info are cached: that keeps test binaries and
@@ -21,26 +20,29 @@ normalization in index.py), changes.
 """
 from __future__ import annotations
 
-import marshal
 import os
 import re
-import tempfile
-import zlib
+
+from gs_cgen.cachedir import cache_root, read_entry, write_entry
 
 FORMAT = 4      # 4: line rows keep their discriminator; 3: no functions without valid addresses
 MIN_DEBUG_INFO = 256 * 1024
+# Symbol tables of 1000 symbols and more (libc, ld.so: a `-p PID` opens
+# every mapped module) decode in several ms; smaller ones in less.
+MIN_SYMBOL_TABLE = 1000 * 24
 _BUILD_ID = re.compile(r"[0-9a-f]{8,128}")
 
 
-def open_index_cache(build_id: str | None, debug_info_size: int) -> "IndexCache | None":
-    """The cache for one build-id; None without a build-id, for small
-    DWARF, or when GS_CGEN_NO_CACHE=1."""
-    if not build_id or not _BUILD_ID.fullmatch(build_id) or debug_info_size < MIN_DEBUG_INFO:
+def open_index_cache(build_id: str | None, debug_info_size: int,
+                     minimum: int | None = None) -> "IndexCache | None":
+    """The cache for one build-id; None without a build-id, for inputs
+    smaller than `minimum` bytes (MIN_DEBUG_INFO of .debug_info by
+    default), or when GS_CGEN_NO_CACHE=1."""
+    least = MIN_DEBUG_INFO if minimum is None else minimum
+    if not build_id or not _BUILD_ID.fullmatch(build_id) or debug_info_size < least:
         return None
-    if os.environ.get("GS_CGEN_NO_CACHE") == "1":
-        return None
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return IndexCache(os.path.join(root, "gs-cgen", build_id))
+    root = cache_root()
+    return IndexCache(os.path.join(root, build_id)) if root is not None else None
 
 
 class IndexCache:
@@ -53,30 +55,8 @@ class IndexCache:
     def load(self, name: str):
         """The value stored under `name`, or None (missing, unreadable,
         another format, corrupt)."""
-        try:
-            with open(self._path(name), "rb") as f:
-                version, stored_name, crc, payload = marshal.loads(f.read())
-            if version != FORMAT or stored_name != name or zlib.crc32(payload) != crc:
-                return None
-            return marshal.loads(payload)
-        except Exception:   # noqa: BLE001 - any failure means "not cached"
-            return None
+        return read_entry(self._path(name), FORMAT, name)
 
     def store(self, name: str, value) -> None:
         """Best effort: a read-only or full disk just means no cache."""
-        try:
-            payload = marshal.dumps(value)
-            data = marshal.dumps((FORMAT, name, zlib.crc32(payload), payload))
-            os.makedirs(self.directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
-        except (OSError, ValueError):
-            return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self._path(name))
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        write_entry(self._path(name), FORMAT, name, value)

@@ -9,10 +9,13 @@ parsing every entry once.
 from __future__ import annotations
 
 import bisect
+import enum
 import struct
 from dataclasses import dataclass
 
-from elftools.dwarf.callframe import FDE, CallFrameInfo, RegisterRule
+from elftools.dwarf.callframe import FDE, CallFrameInfo
+# ours (below) is RegisterRule, the unwinder's view of one rule
+from elftools.dwarf.callframe import RegisterRule as RegisterRule_
 
 # DW_EH_PE encodings we decode in .eh_frame_hdr; gcc/ld always emit these.
 _PE_PCREL_SDATA4 = 0x1B
@@ -57,6 +60,10 @@ class CallFrames:
             raise CfaUnavailable(f"CFA at 0x{pc:x} is a DWARF expression")
         return CfaRule(rule.reg, rule.offset)
 
+    def unwind_row_at(self, pc: int) -> "UnwindRow | None":
+        """The full CFI row at `pc` for the unwinder (None: no FDE)."""
+        return unwind_row_at(self, pc)
+
     def saved_registers_at(self, pc: int) -> dict[int, int]:
         """Registers the function has saved by `pc` (CFI rule offset(N)):
         the caller's value of each is in memory at CFA + N. A callee-saved
@@ -67,7 +74,7 @@ class CallFrames:
             return {}
         saved = {}
         for register, rule in (row or {}).items():
-            if isinstance(register, int) and getattr(rule, "type", None) == RegisterRule.OFFSET:
+            if isinstance(register, int) and getattr(rule, "type", None) == RegisterRule_.OFFSET:
                 saved[register] = rule.arg
         return saved
 
@@ -121,3 +128,94 @@ def _parse_eh_frame_hdr(data: bytes, address: int):
     starts = [address + v for v in pairs[0::2]]
     fdes = [address + v for v in pairs[1::2]]
     return starts, fdes
+
+
+# ------------------------------------------------------------- unwinding
+
+class RuleKind(enum.Enum):
+    """DWARF 5 section 6.4.1 register rules (x86-64 psABI adds nothing)."""
+
+    UNDEFINED = "undefined"          # the caller's value cannot be recovered
+    SAME_VALUE = "same value"        # the caller's value is this frame's
+    OFFSET = "offset"                # saved at CFA + N
+    VAL_OFFSET = "val_offset"        # the value is CFA + N
+    REGISTER = "register"            # saved in register N
+    EXPRESSION = "expression"        # saved at the address the expression computes
+    VAL_EXPRESSION = "val_expression"  # the value is what the expression computes
+
+
+@dataclass(frozen=True)
+class RegisterRule:
+    kind: RuleKind
+    offset: int = 0                  # OFFSET / VAL_OFFSET
+    register: int = 0                # REGISTER
+    expression: bytes = b""          # EXPRESSION / VAL_EXPRESSION
+
+
+@dataclass(frozen=True)
+class UnwindRow:
+    """The CFI table row at one PC: how to find the CFA and the caller's
+    registers. `cfa_expression` replaces `cfa` when the CIE/FDE defines the
+    CFA by a DWARF expression (the PLT's rule). `signal_frame`: the CIE's
+    'S' augmentation (a signal trampoline: the caller's PC is exact, not a
+    return address). Registers without a rule are not in `registers`."""
+
+    cfa: CfaRule | None
+    cfa_expression: bytes | None
+    registers: dict[int, RegisterRule]
+    return_address_register: int
+    signal_frame: bool
+
+
+_RULE_KINDS = {
+    RegisterRule_.UNDEFINED: RuleKind.UNDEFINED,
+    RegisterRule_.SAME_VALUE: RuleKind.SAME_VALUE,
+    RegisterRule_.OFFSET: RuleKind.OFFSET,
+    RegisterRule_.VAL_OFFSET: RuleKind.VAL_OFFSET,
+    RegisterRule_.REGISTER: RuleKind.REGISTER,
+    RegisterRule_.EXPRESSION: RuleKind.EXPRESSION,
+    RegisterRule_.VAL_EXPRESSION: RuleKind.VAL_EXPRESSION,
+}
+
+
+def unwind_row_at(frames: CallFrames, pc: int) -> UnwindRow | None:
+    """The unwind row covering `pc`, or None when no FDE covers it."""
+    fde = frames._fde_from_hdr(pc) or frames._fde_by_scan(pc)
+    if fde is None:
+        return None
+    row = None
+    for line in fde.get_decoded().table:
+        if line["pc"] > pc:
+            break
+        row = line
+    return _row(fde, row or {})
+
+
+def _row(fde, row: dict) -> UnwindRow:
+    cie = fde.cie
+    augmentation = cie.header.get("augmentation") or b""
+    if isinstance(augmentation, str):
+        augmentation = augmentation.encode()
+    cfa = row.get("cfa")
+    registers = {}
+    for register, rule in row.items():
+        if isinstance(register, int) and rule.type in _RULE_KINDS:
+            registers[register] = _rule(rule)
+    return UnwindRow(
+        cfa=CfaRule(cfa.reg, cfa.offset) if cfa is not None and cfa.expr is None else None,
+        cfa_expression=bytes(cfa.expr) if cfa is not None and cfa.expr is not None else None,
+        registers=registers,
+        return_address_register=cie.header["return_address_register"],
+        signal_frame=b"S" in augmentation)
+
+
+def _rule(rule) -> RegisterRule:
+    kind = _RULE_KINDS[rule.type]
+    match kind:
+        case RuleKind.OFFSET | RuleKind.VAL_OFFSET:
+            return RegisterRule(kind, offset=rule.arg)
+        case RuleKind.REGISTER:
+            return RegisterRule(kind, register=rule.arg)
+        case RuleKind.EXPRESSION | RuleKind.VAL_EXPRESSION:
+            return RegisterRule(kind, expression=bytes(rule.arg))
+    return RegisterRule(kind)

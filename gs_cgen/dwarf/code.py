@@ -3,11 +3,24 @@ start an instruction: decoded with capstone from the enclosing function's
 first byte, since x86 instructions have no fixed length."""
 from __future__ import annotations
 
-import capstone
+import functools
 
 from gs_cgen.errors import DebugInfoError
 
 _MAX_FUNCTION_BYTES = 1 << 20
+
+
+@functools.cache
+def _capstone():
+    # Imported when code is first decoded: capstone takes ~30 ms to import,
+    # and most commands (`info function`, --emit-c on most scripts) decode none.
+    import capstone  # noqa: PLC0415
+    return capstone
+
+
+def _x86_64_decoder():
+    capstone = _capstone()
+    return capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 
 
 def check_instruction_boundary(elf, vaddr: int) -> str:
@@ -24,7 +37,7 @@ def check_instruction_boundary(elf, vaddr: int) -> str:
                              f"'{elf.path}', so its instruction boundary cannot be checked")
     size = min(max(symbol.size, vaddr - symbol.address + 16), _MAX_FUNCTION_BYTES)
     code = elf.read(symbol.address, size)
-    decoder = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    decoder = _x86_64_decoder()
     decoder.skipdata = True
     for start, length, _mnemonic, _operands in decoder.disasm_lite(code, symbol.address):
         if start == vaddr:
@@ -61,7 +74,8 @@ def canonical_register(name: str) -> str:
 def registers_written(elf, ranges) -> frozenset[str]:
     """64-bit registers any instruction of the function writes; calls count
     as writing every call-clobbered register."""
-    decoder = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    capstone = _capstone()
+    decoder = _x86_64_decoder()
     decoder.detail = True
     written: set[str] = set()
     for low, high in ranges:
@@ -77,7 +91,8 @@ def rip_relative_targets(elf, low: int, high: int) -> list[int]:
     """Addresses that instructions in [low, high) name RIP-relative (`lea
     __strlen_avx2(%rip), %rax`), in code order: the functions an IFUNC
     resolver can return."""
-    decoder = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    capstone = _capstone()
+    decoder = _x86_64_decoder()
     decoder.detail = True
     targets: list[int] = []
     for insn in decoder.disasm(elf.read(low, high - low), low):

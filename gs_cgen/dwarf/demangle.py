@@ -9,13 +9,14 @@ needed. Without it, C++ names are simply not offered (`available()`).
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 
 
 @functools.cache
 def _cxa_demangle():
+    # ctypes is imported at the first C++ name (~10 ms; C modules need none).
+    import ctypes  # noqa: PLC0415
+    import ctypes.util  # noqa: PLC0415
     path = ctypes.util.find_library("stdc++") or "libstdc++.so.6"
     try:
         library = ctypes.CDLL(path)
@@ -40,9 +41,12 @@ def available() -> bool:
 def demangle(symbol: str) -> str | None:
     """The demangled text of a mangled (`_Z...`) symbol, None for any other
     name or one the demangler rejects."""
+    if not symbol.startswith("_Z"):
+        return None       # before loading libstdc++ (find_library runs ldconfig)
     functions = _cxa_demangle()
-    if functions is None or not symbol.startswith("_Z"):
+    if functions is None:
         return None
+    import ctypes  # noqa: PLC0415 - imported by _cxa_demangle already
     function, free = functions
     status = ctypes.c_int()
     result = function(symbol.encode(), None, None, ctypes.byref(status))

@@ -9,15 +9,20 @@ the raw decode takes a few milliseconds.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import functools
+import io
+import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE, ENUM_P_TYPE_BASE
 
+from gs_cgen.dwarf import cache as cache_mod
+from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.symvers import dynamic_versions, matches, parse_spelling, spell, version_of
 from gs_cgen.errors import DebugInfoError
@@ -69,39 +74,68 @@ class Section:
     file_offset: int
     flags: int
     nobits: bool
+    link: int = 0         # sh_link: a symbol table's string table, by index
+
+
+# A symbol as decoded: Symbol's fields, in order, its kind as the
+# SymbolKind's value (plain data, for the index cache). Tables keep these
+# and make a Symbol only for the ones a lookup returns: libpython's 14k
+# symbols cost ~45 ms as frozen dataclasses, and a lookup touches a handful.
+SymbolRow = tuple
+_KINDS = {kind.value: kind for kind in SymbolKind}
 
 
 class SymbolTable:
     """name -> symbols and address -> enclosing function."""
 
-    def __init__(self, symbols: list[Symbol]) -> None:
-        self.by_name: dict[str, list[Symbol]] = {}
-        for sym in symbols:
-            self.by_name.setdefault(sym.name, []).append(sym)
-        funcs = sorted((s for s in symbols if s.kind is SymbolKind.FUNC and s.address),
-                       key=lambda s: s.address)
-        self._funcs = funcs
-        self._func_starts = [s.address for s in funcs]
+    def __init__(self, rows: list[SymbolRow]) -> None:
+        self._rows = rows
+        self._made: dict[int, Symbol] = {}
+        self._numbers: dict[str, list[int]] = {}     # name -> row numbers
+        for i, row in enumerate(rows):
+            self._numbers.setdefault(row[0], []).append(i)
+        self.by_name: Mapping[str, list[Symbol]] = _SymbolsByName(self)
+
+    @functools.cached_property
+    def _funcs(self) -> list[int]:
+        """Row numbers of the functions, by address (for address lookups only)."""
+        rows, func = self._rows, SymbolKind.FUNC.value
+        return sorted((i for i, row in enumerate(rows) if row[3] == func and row[1]),
+                      key=lambda i: rows[i][1])
+
+    @functools.cached_property
+    def _func_starts(self) -> list[int]:
+        return [self._rows[i][1] for i in self._funcs]
+
+    def _symbol(self, i: int) -> Symbol:
+        symbol = self._made.get(i)
+        if symbol is None:
+            row = self._rows[i]
+            symbol = self._made[i] = Symbol(row[0], row[1], row[2], _KINDS[row[3]], *row[4:])
+        return symbol
 
     def named(self, name: str, kind: SymbolKind) -> list[Symbol]:
         """Symbols that answer to `name`, which may carry a version
         (`memcpy@GLIBC_2.2.5`); a bare name wants the default version."""
         spelling = parse_spelling(name)
-        return [s for s in self.by_name.get(spelling.name, ())
-                if s.kind is kind and _placed(s) and matches(spelling, s.version, s.hidden)]
+        found = (self._symbol(i) for i in self._numbers.get(spelling.name, ())
+                 if self._rows[i][3] == kind.value)
+        return [s for s in found if _placed(s) and matches(spelling, s.version, s.hidden)]
 
     @functools.cached_property
     def mangled_names(self) -> tuple[str, ...]:
         """Names in the Itanium C++ ABI's mangling (`_Z...`), clones
         (`_Z...Ei.isra.0`) included; none in a C module."""
-        return tuple(name for name in self.by_name if name.startswith("_Z"))
+        return tuple(name for name in self._numbers if name.startswith("_Z"))
+
+    def _all(self):
+        return (self._symbol(i) for i in range(len(self._rows)))
 
     def names(self, kind: SymbolKind) -> list[str]:
-        return sorted({s.name for syms in self.by_name.values() for s in syms
-                       if s.kind is kind and _placed(s)})
+        return sorted({s.name for s in self._all() if s.kind is kind and _placed(s)})
 
     def versioned_names(self, kind: SymbolKind) -> list[str]:
-        return sorted({s.spelling for syms in self.by_name.values() for s in syms
+        return sorted({s.spelling for s in self._all()
                        if s.kind is kind and s.address and s.version})
 
     def functions_starting_at(self, address: int) -> list[Symbol]:
@@ -109,7 +143,7 @@ class SymbolTable:
         i = bisect.bisect_left(self._func_starts, address)
         out = []
         while i < len(self._funcs) and self._func_starts[i] == address:
-            out.append(self._funcs[i])
+            out.append(self._symbol(self._funcs[i]))
             i += 1
         return out
 
@@ -118,11 +152,98 @@ class SymbolTable:
         # Aliases share a start address; any of them that covers wins.
         start = self._func_starts[i] if i >= 0 else None
         while i >= 0 and self._func_starts[i] == start:
-            sym = self._funcs[i]
+            sym = self._symbol(self._funcs[i])
             if address < sym.address + max(sym.size, 1):
                 return sym
             i -= 1
         return None
+
+
+class _SymbolsByName(Mapping):
+    """name -> its symbols, each made when first asked for."""
+
+    def __init__(self, table: SymbolTable) -> None:
+        self._table = table
+
+    def __getitem__(self, name: str) -> list[Symbol]:
+        return [self._table._symbol(i) for i in self._table._numbers[name]]
+
+    def __iter__(self):
+        return iter(self._table._numbers)
+
+    def __len__(self) -> int:
+        return len(self._table._numbers)
+
+    def __contains__(self, name) -> bool:
+        return name in self._table._numbers
+
+
+# DWARFInfo's keyword -> the section (pyelftools' get_dwarf_info list).
+_DWARF_SECTIONS = {
+    "debug_info_sec": ".debug_info", "debug_aranges_sec": ".debug_aranges",
+    "debug_abbrev_sec": ".debug_abbrev", "debug_frame_sec": ".debug_frame",
+    "eh_frame_sec": ".eh_frame", "debug_str_sec": ".debug_str", "debug_loc_sec": ".debug_loc",
+    "debug_ranges_sec": ".debug_ranges", "debug_line_sec": ".debug_line",
+    "debug_pubtypes_sec": ".debug_pubtypes", "debug_pubnames_sec": ".debug_pubnames",
+    "debug_addr_sec": ".debug_addr", "debug_str_offsets_sec": ".debug_str_offsets",
+    "debug_line_str_sec": ".debug_line_str", "debug_loclists_sec": ".debug_loclists",
+    "debug_rnglists_sec": ".debug_rnglists", "debug_sup_sec": ".debug_sup",
+    "gnu_debugaltlink_sec": ".gnu_debugaltlink", "debug_types_sec": ".debug_types",
+}
+_PYELFTOOLS_ONLY = (".zdebug_info", ".gnu_debugaltlink", ".debug_sup")
+_SHF_COMPRESSED = 0x800
+
+
+class _SectionLoader:
+    """A section's bytes as a BytesIO, read on first use. BytesIO over a
+    bytes object shares it (no copy) until written, and nothing writes."""
+
+    def __init__(self, file, offset: int, size: int) -> None:
+        # The file object, not its descriptor: once closed, a read fails
+        # rather than reading whatever file took the number.
+        self._file, self._offset, self._size = file, offset, size
+        self._stream = None
+
+    def get(self):
+        if self._stream is None:
+            data = os.pread(self._file.fileno(), self._size, self._offset)
+            if len(data) != self._size:
+                raise DebugInfoError("a DWARF section extends beyond the end of its file")
+            self._stream = io.BytesIO(data)
+        return self._stream
+
+
+@functools.cache
+def _dwarfinfo_parameters() -> frozenset[str]:
+    # The sections this pyelftools' DWARFInfo takes (0.32 and 0.33 differ).
+    import inspect  # noqa: PLC0415 - imported by dataclasses already
+    from elftools.dwarf.dwarfinfo import DWARFInfo  # noqa: PLC0415
+    return frozenset(inspect.signature(DWARFInfo.__init__).parameters)
+
+
+@functools.cache
+def _lazy_descriptor_type():
+    from elftools.dwarf.dwarfinfo import DebugSectionDescriptor  # noqa: PLC0415
+
+    class LazySection(DebugSectionDescriptor):
+        """pyelftools' descriptor whose `stream` is read when first used."""
+
+        __slots__ = ()
+
+        @property
+        def stream(self):
+            return tuple.__getitem__(self, 0).get()
+
+    return LazySection
+
+
+def _symbol_rows_sound(rows) -> bool:
+    # A cached value of the wrong shape counts as absent (cache.py). The
+    # entry's CRC and format version already vouch for its bytes; every row
+    # was written by one _read_symbols, so the first and last show the shape.
+    return isinstance(rows, list) and all(
+        isinstance(row, tuple) and len(row) == 9 and isinstance(row[0], str) and row[3] in _KINDS
+        for row in rows[:1] + rows[-1:])
 
 
 def _placed(symbol: Symbol) -> bool:
@@ -133,7 +254,11 @@ def _placed(symbol: Symbol) -> bool:
 
 
 class ElfImage:
-    """An opened ELF file; owns the file handle that pyelftools reads."""
+    """An opened ELF file; owns the file handle that pyelftools reads.
+    Headers, sections and segments are decoded from the raw bytes (ELF64
+    little-endian; anything else through pyelftools): pyelftools' construct
+    parsing of them took ~10 ms per module, and `-p PID` opens every
+    module the process maps."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -142,18 +267,56 @@ class ElfImage:
         except OSError as exc:
             raise DebugInfoError(f"cannot open '{path}': {exc.strerror}") from exc
         try:
-            self.elf = ELFFile(self._stream)
-        except ELFError as exc:
+            headers = _raw_headers(self._stream)
+            if headers is None:
+                headers = _pyelftools_headers(self.elf)
+        except (ELFError, struct.error, ValueError, IndexError, OSError) as exc:
             self._stream.close()
             raise DebugInfoError(f"'{path}' is not an ELF file") from exc
-        self.is_pie = self.elf.header["e_type"] == "ET_DYN"
-        self.machine = self.elf.header["e_machine"]       # "EM_X86_64", "EM_AARCH64", ...
-        self.segments = tuple(_load_segments(self.elf))
-        self.tls_segment, self.dynamic_vaddr = _tls_and_dynamic(self.elf)
-        self.sections = tuple(_sections(self.elf))
+        e_type, machine, self.elfclass, programs, self.sections = headers
+        self.is_pie = e_type == _ET_DYN
+        self.machine = _MACHINES.get(machine, str(machine))     # "EM_X86_64", "EM_AARCH64", ...
+        self.segments = tuple(_load_segments(programs))
+        self.tls_segment, self.dynamic_vaddr = _tls_and_dynamic(programs)
         self._by_name = {s.name: s for s in self.sections}
         self._symbols: SymbolTable | None = None
         self._symtab_image = self         # where .symtab is read from
+
+    @functools.cached_property
+    def elf(self) -> ELFFile:
+        """pyelftools' view, for the rarer tables (built when first asked for)."""
+        return ELFFile(self._stream)
+
+    def dwarf_info(self):
+        """pyelftools' DWARFInfo over this file's DWARF sections (and
+        .eh_frame), each read from the file when first used, in one read
+        and without pyelftools' second copy: a lookup in libpython touches
+        7 of its 17 MB (.debug_line stays unread when its tables are in the
+        index cache). Compressed sections and supplementary DWARF files
+        (dwz) are left to pyelftools' own reader."""
+        from elftools.dwarf.dwarfinfo import DWARFInfo, DwarfConfig  # noqa: PLC0415
+        if any(name in self._by_name for name in _PYELFTOOLS_ONLY) or any(
+                self._by_name[name].flags & _SHF_COMPRESSED
+                for name in _DWARF_SECTIONS.values() if name in self._by_name):
+            return self.elf.get_dwarf_info(relocate_dwarf_sections=False)
+        sections = {argument: self._lazy_section(name) for argument, name in _DWARF_SECTIONS.items()}
+        accepted = _dwarfinfo_parameters()
+        if any(section is not None and argument not in accepted
+               for argument, section in sections.items()):
+            return self.elf.get_dwarf_info(relocate_dwarf_sections=False)   # another pyelftools
+        try:
+            return DWARFInfo(config=DwarfConfig(little_endian=True, machine_arch="x64",
+                                                default_address_size=8),
+                             **{a: s for a, s in sections.items() if a in accepted})
+        except TypeError:       # a pyelftools that wants other arguments
+            return self.elf.get_dwarf_info(relocate_dwarf_sections=False)
+
+    def _lazy_section(self, name: str):
+        sec = self._by_name.get(name)
+        if sec is None or sec.nobits:
+            return None
+        loader = _SectionLoader(self._stream, sec.file_offset, sec.size)
+        return _lazy_descriptor_type()(loader, name, sec.file_offset, sec.size, sec.address)
 
     def section(self, name: str) -> Section | None:
         return self._by_name.get(name)
@@ -188,29 +351,48 @@ class ElfImage:
     @property
     def symbols(self) -> SymbolTable:
         if self._symbols is None:
-            # .symtab has the local (static) functions too; .dynsym is what
-            # survives `strip`, and the only table with every version.
-            if not self.has_symtab:
-                self._symbols = SymbolTable(self._read_symbols(".dynsym", self._dynamic_versions()))
-            elif self.section(".gnu.version_d") is None:      # no versions to add
-                self._symbols = SymbolTable(self._symtab_image._read_symbols(".symtab"))
-            else:
-                static = self._symtab_image._read_symbols(".symtab")
-                dynamic = self._read_symbols(".dynsym", self._dynamic_versions())
-                self._symbols = SymbolTable(_with_dynamic_versions(static, dynamic))
+            self._symbols = SymbolTable(self._cached_symbol_rows())
         return self._symbols
+
+    def _cached_symbol_rows(self) -> list[SymbolRow]:
+        """The rows, from the index cache by build-id for a large table
+        (libpython's 14k decode in ~25 ms and load in ~8 ms)."""
+        table = self._symtab_image.section(".symtab") or self.section(".dynsym")
+        cache = open_index_cache(self.build_id, table.size if table else 0,
+                                 cache_mod.MIN_SYMBOL_TABLE)
+        if cache is None:
+            return self._symbol_rows()
+        # Named by the table read: the same build-id has only .dynsym until
+        # its separate debug file (with .symtab) is installed.
+        name = "symbols-symtab" if self.has_symtab else "symbols-dynsym"
+        rows = cache.load(name)
+        if not _symbol_rows_sound(rows):
+            rows = self._symbol_rows()
+            cache.store(name, rows)
+        return rows
+
+    def _symbol_rows(self) -> list[SymbolRow]:
+        # .symtab has the local (static) functions too; .dynsym is what
+        # survives `strip`, and the only table with every version.
+        if not self.has_symtab:
+            return self._read_symbols(".dynsym", self._dynamic_versions())
+        if self.section(".gnu.version_d") is None:      # no versions to add
+            return self._symtab_image._read_symbols(".symtab")
+        static = self._symtab_image._read_symbols(".symtab")
+        dynamic = self._read_symbols(".dynsym", self._dynamic_versions())
+        return _with_dynamic_versions(static, dynamic)
 
     def _dynamic_versions(self) -> list[tuple[str | None, bool]]:
         return dynamic_versions(self.elf, self.section_bytes(".gnu.version"))
 
-    def _read_symbols(self, name: str, versions=()) -> list[Symbol]:
+    def _read_symbols(self, name: str, versions=()) -> list[SymbolRow]:
         """Defined symbols of table `name`; `versions[i]` is (version,
         hidden) of symbol i (.dynsym), else versions come from the names."""
-        sec = self.elf.get_section_by_name(name)
+        sec = self.section(name)
         if sec is None:
             return []
-        strtab = self.section_bytes(self.sections[sec["sh_link"]].name)
-        out: list[Symbol] = []
+        strtab = self.section_bytes(self.sections[sec.link].name)
+        out: list[SymbolRow] = []
         current_file = None
         for index, (st_name, info, _, shndx, value, size) in enumerate(
                 _ELF64_SYM.iter_unpack(self.section_bytes(name))):
@@ -227,9 +409,9 @@ class ElfImage:
             if index < len(versions):
                 version, hidden = versions[index]
             local = (info >> 4) == 0
-            out.append(Symbol(bare, value, size, _STT_KINDS.get(stt, SymbolKind.OTHER),
-                              local, current_file if local else None, version, hidden,
-                              stt == _STT_GNU_IFUNC))
+            out.append((bare, value, size, _STT_KINDS.get(stt, SymbolKind.OTHER).value,
+                        local, current_file if local else None, version, hidden,
+                        stt == _STT_GNU_IFUNC))
         return out
 
     def segment_of(self, vaddr: int) -> LoadSegment | None:
@@ -263,16 +445,17 @@ class ElfImage:
         self._stream.close()
 
 
-def _with_dynamic_versions(static: list[Symbol], dynamic: list[Symbol]) -> list[Symbol]:
+def _with_dynamic_versions(static: list[SymbolRow], dynamic: list[SymbolRow]) -> list[SymbolRow]:
     """.symtab symbols, each global one that .symtab spells bare given the
     version .dynsym records for the same name and address."""
-    versions = {(s.name, s.address): s for s in dynamic if s.version}
+    # Rows are (name, address, size, kind, local, file, version, hidden, ifunc).
+    versions = {(row[0], row[1]): row for row in dynamic if row[6]}
     out = []
-    for sym in static:
-        exported = versions.get((sym.name, sym.address))
-        if sym.version is None and not sym.local and exported is not None:
-            sym = dataclasses.replace(sym, version=exported.version, hidden=exported.hidden)
-        out.append(sym)
+    for row in static:
+        exported = versions.get((row[0], row[1]))
+        if row[6] is None and not row[4] and exported is not None:
+            row = (*row[:6], exported[6], exported[7], row[8])
+        out.append(row)
     return out
 
 
@@ -284,29 +467,88 @@ def _section_class(nobits, executable, writable) -> str:
     return "data" if writable else "rodata"
 
 
-def _load_segments(elf: ELFFile):
-    for seg in elf.iter_segments():
-        if seg["p_type"] == "PT_LOAD":
-            yield LoadSegment(vaddr=seg["p_vaddr"], memsz=seg["p_memsz"], offset=seg["p_offset"],
-                              filesz=seg["p_filesz"], executable=bool(seg["p_flags"] & _PF_X),
-                              writable=bool(seg["p_flags"] & _PF_W))
+# ELF64 (gABI "ELF Header", "Program Header", "Sections"), little-endian.
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+_PHDR = struct.Struct("<IIQQQQQQ")       # p_type p_flags p_offset p_vaddr p_paddr p_filesz p_memsz p_align
+_SHDR = struct.Struct("<IIQQQQIIQQ")     # sh_name type flags addr offset size link info addralign entsize
+_ET_DYN = 3
+_PT_LOAD, _PT_DYNAMIC, _PT_TLS = 1, 2, 7
+_SHT_NOBITS = 8
+_SHN_XINDEX = 0xFFFF
+_MACHINES = {code: name for name, code in ENUM_E_MACHINE.items() if name.startswith("EM_")}
+_CLASSES = {1: 32, 2: 64}
 
 
-def _tls_and_dynamic(elf: ELFFile) -> tuple[TlsSegment | None, int | None]:
+def _raw_headers(stream):
+    """(e_type, e_machine, ELF class, program headers as _PHDR tuples,
+    sections) of an ELF64 little-endian file; None for another kind (the
+    caller asks pyelftools). Raises ValueError for what is no ELF file."""
+    stream.seek(0)
+    header = stream.read(_EHDR.size)
+    if len(header) < 16 or header[:4] != b"\x7fELF":
+        raise ValueError("no ELF magic")
+    if header[4] != 2 or header[5] != 1 or len(header) < _EHDR.size:
+        return None                                   # not ELFCLASS64 / ELFDATA2LSB
+    (_, e_type, e_machine, _, _, e_phoff, e_shoff, _, _, e_phentsize, e_phnum,
+     e_shentsize, e_shnum, e_shstrndx) = _EHDR.unpack(header)
+    if (e_phnum and e_phentsize != _PHDR.size) or (e_shnum and e_shentsize != _SHDR.size) or \
+            (e_shoff and not e_shnum) or e_shstrndx == _SHN_XINDEX:
+        return None                                   # extended numbering: rare, pyelftools has it
+    programs = list(_PHDR.iter_unpack(_read_at(stream, e_phoff, e_phnum * _PHDR.size)))
+    raw = list(_SHDR.iter_unpack(_read_at(stream, e_shoff, e_shnum * _SHDR.size)))
+    names = b""
+    if raw and e_shstrndx < len(raw):
+        strtab = raw[e_shstrndx]
+        names = _read_at(stream, strtab[4], strtab[5])
+    sections = tuple(
+        Section(name=_name_at(names, sh[0]), address=sh[3], size=sh[5], file_offset=sh[4],
+                flags=sh[2], nobits=sh[1] == _SHT_NOBITS, link=sh[6])
+        for sh in raw)
+    return e_type, e_machine, 64, programs, sections
+
+
+def _read_at(stream, offset: int, size: int) -> bytes:
+    stream.seek(offset)
+    data = stream.read(size)
+    if len(data) != size:
+        raise ValueError("ELF headers beyond the end of the file")
+    return data
+
+
+def _name_at(names: bytes, offset: int) -> str:
+    end = names.find(b"\0", offset)
+    return names[offset:end if end >= 0 else len(names)].decode("utf-8", "replace")
+
+
+def _pyelftools_headers(elf: ELFFile):
+    """_raw_headers' answer for the kinds of ELF file it leaves alone."""
+    programs = [(ENUM_P_TYPE_BASE.get(seg["p_type"], -1) if isinstance(seg["p_type"], str)
+                 else seg["p_type"], seg["p_flags"], seg["p_offset"], seg["p_vaddr"],
+                 seg["p_paddr"], seg["p_filesz"], seg["p_memsz"], seg["p_align"])
+                for seg in elf.iter_segments()]
+    sections = tuple(Section(name=sec.name, address=sec["sh_addr"], size=sec["sh_size"],
+                             file_offset=sec["sh_offset"], flags=sec["sh_flags"],
+                             nobits=sec["sh_type"] == "SHT_NOBITS", link=sec["sh_link"])
+                     for sec in elf.iter_sections())
+    machine = ENUM_E_MACHINE.get(elf.header["e_machine"], elf.header["e_machine"])
+    e_type = _ET_DYN if elf.header["e_type"] == "ET_DYN" else 0
+    return e_type, machine, elf.elfclass, programs, sections
+
+
+def _load_segments(programs):
+    for p_type, flags, offset, vaddr, _, filesz, memsz, _ in programs:
+        if p_type == _PT_LOAD:
+            yield LoadSegment(vaddr=vaddr, memsz=memsz, offset=offset, filesz=filesz,
+                              executable=bool(flags & _PF_X), writable=bool(flags & _PF_W))
+
+
+def _tls_and_dynamic(programs) -> tuple[TlsSegment | None, int | None]:
     """PT_TLS (the module's thread-local storage template) and where
     PT_DYNAMIC is (ld.so's link_map names the module by it: l_ld)."""
     tls = dynamic = None
-    for seg in elf.iter_segments():
-        if seg["p_type"] == "PT_TLS" and seg["p_memsz"]:
-            tls = TlsSegment(vaddr=seg["p_vaddr"], filesz=seg["p_filesz"], memsz=seg["p_memsz"],
-                             align=max(seg["p_align"], 1))
-        elif seg["p_type"] == "PT_DYNAMIC":
-            dynamic = seg["p_vaddr"]
+    for p_type, _, _, vaddr, _, filesz, memsz, align in programs:
+        if p_type == _PT_TLS and memsz:
+            tls = TlsSegment(vaddr=vaddr, filesz=filesz, memsz=memsz, align=max(align, 1))
+        elif p_type == _PT_DYNAMIC:
+            dynamic = vaddr
     return tls, dynamic
-
-
-def _sections(elf: ELFFile):
-    for sec in elf.iter_sections():
-        yield Section(name=sec.name, address=sec["sh_addr"], size=sec["sh_size"],
-                      file_offset=sec["sh_offset"], flags=sec["sh_flags"],
-                      nobits=sec["sh_type"] == "SHT_NOBITS")

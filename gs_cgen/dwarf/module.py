@@ -19,7 +19,8 @@ from gs_cgen.cppnames import normalize
 from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_name,
                                       inlined_cpp_instances)
 from gs_cgen.dwarf.debugfile import find_debug_info
-from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable
+from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable, UnwindRow
+from gs_cgen.dwarf.inline import SourceFrame, source_frames
 from gs_cgen.dwarf.elf import ElfImage, SymbolKind
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
@@ -69,10 +70,10 @@ _BASE_SPELLINGS = {
 
 def _require_x86_64(elf: ElfImage, name: str) -> None:
     # Registers, calling convention and pt_regs are x86_64's throughout.
-    if elf.machine != "EM_X86_64" or elf.elf.elfclass != 64:
+    if elf.machine != "EM_X86_64" or elf.elfclass != 64:
         machine = str(elf.machine).removeprefix("EM_")
         elf.close()
-        raise DebugInfoError(f"'{name}' is {elf.elf.elfclass}-bit {machine} code: unsupported "
+        raise DebugInfoError(f"'{name}' is {elf.elfclass}-bit {machine} code: unsupported "
                              "architecture (gs-cgen traces x86_64 processes only)")
 
 
@@ -136,7 +137,7 @@ class ModuleDebugInfo:
         self.require_debug_info()
         # Linked executables and shared objects need no relocation of DWARF.
         debug = self._debug_elf
-        return DwarfIndex(debug.elf.get_dwarf_info(relocate_dwarf_sections=False),
+        return DwarfIndex(debug.dwarf_info(),
                           open_index_cache(self.build_id, debug.section(".debug_info").size))
 
     @functools.cached_property
@@ -150,8 +151,23 @@ class ModuleDebugInfo:
         dwarfinfo = self._dwarf.dwarfinfo
         # A separate debug file keeps .eh_frame only as a NOBITS header.
         eh_info = dwarfinfo if self._debug_elf is self._elf else \
-            self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
+            self._elf.dwarf_info()
         return CallFrames(dwarfinfo, data, hdr.address if hdr else 0, eh_frame_info=eh_info)
+
+    @functools.cached_property
+    def _unwind_frames(self) -> CallFrames:
+        # Unwinding needs only .eh_frame: it works without debug info too.
+        if self.has_debug_info:
+            return self._frames
+        hdr = self._elf.section(".eh_frame_hdr")
+        data = self._elf.section_bytes(".eh_frame_hdr") if hdr else b""
+        own = self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
+        return CallFrames(own, data, hdr.address if hdr else 0)
+
+    def unwind_row_at(self, vaddr: int) -> UnwindRow | None:
+        """The CFI row (.eh_frame, else .debug_frame) covering `vaddr`, for
+        backtraces; None when no FDE covers it."""
+        return self._unwind_frames.unwind_row_at(vaddr)
 
     @functools.cached_property
     def _scope_context(self) -> ScopeContext:
@@ -291,6 +307,8 @@ class ModuleDebugInfo:
     def ifunc_named(self, name: str) -> IfuncSymbol | None:
         """The GNU IFUNC `name` names here (its resolver, the GOT slots
         holding its choice, its candidate implementations), else None."""
+        if not any(s.ifunc for s in self._elf.symbols.named(name, SymbolKind.FUNC)):
+            return None       # the dynamic relocations are read for an IFUNC only
         return ifunc_symbol(self._elf, self._relocations, name)
 
     def import_slots(self, name: str) -> tuple[int, ...]:
@@ -476,6 +494,14 @@ class ModuleDebugInfo:
         die = self._dwarf.die_at(hit[1].die_offset)
         frame = frame_scope(self._scope_context, die, pc, frame_die)
         return dataclasses.replace(frame, variables=tuple(self._resolved(hit, pc, frame.variables)))
+
+    def frame_variables_at(self, pc: int, frame_die: int) -> list[VisibleVariable]:
+        """The variables of the frame whose DIE (function or inlined
+        instance) is `frame_die`, at `pc`: one frame of a backtrace."""
+        hit = self._function_hit(pc)
+        die = self._dwarf.die_at(hit[1].die_offset)
+        frame = frame_scope(self._scope_context, die, pc, frame_die, exact=True)
+        return list(self._resolved(hit, pc, frame.variables))
 
     def variable_at(self, die_offset: int, pc: int) -> VisibleVariable | None:
         """The parameter or local DIE at `die_offset`, located at `pc` exactly
@@ -680,6 +706,27 @@ class ModuleDebugInfo:
             return CodeLocation(function, None, None)
         return CodeLocation(function, table.files.get(best.file), best.line)
 
+    def source_frames_at(self, vaddr: int, frame_die: int | None = None,
+                         skip_at_entry: bool = False) -> list[SourceFrame]:
+        """The frames gdb's `bt` shows for one machine frame at `vaddr`,
+        innermost first: inlined calls, then the function (dwarf/inline.py).
+        Without DWARF for `vaddr`: one frame named by the symbol table."""
+        where = self.describe_address(vaddr)
+        hit = self._dwarf.function_at(vaddr) if self.has_debug_info else None
+        if hit is None:
+            return [SourceFrame(where.function, where.file, where.line, False)]
+        cu = hit[0]
+
+        def call_file(die):
+            attr = die.attributes.get("DW_AT_call_file")
+            return self._decl_file(cu, attr.value) if attr is not None else None
+
+        frames = source_frames(self._dwarf, self._dwarf.die_at(hit[1].die_offset), vaddr,
+                               (where.file, where.line), call_file, frame_die, skip_at_entry)
+        # The out-of-line function is named as describe_address names it.
+        outer = dataclasses.replace(frames[-1], function=where.function or frames[-1].function)
+        return [*frames[:-1], outer]
+
     def find_type(self, name: str) -> CType | None:
         """A named type, for tools: `int`, `struct point`, `point_t`,
         `struct point *` (casts parse their type names in script/typename.py
@@ -743,13 +790,34 @@ class ModuleDebugInfo:
         cu = self._dwarf.cu_for_address(near_pc) if near_pc is not None else None
         local = [d for d in dies if cu is not None and d.cu.cu_offset == cu.cu_offset]
         die = (local or dies)[0]
-        enum = self._types.build(die.get_parent())
-        return enum, dict(enum.enumerators)[name]
+        enumeration = _enumeration_holding(die)
+        if enumeration is None:
+            return None
+        enum = self._types.build(enumeration)
+        value = dict(enum.enumerators).get(name)
+        return None if value is None else (enum, value)
 
     def type_names(self) -> list[str]:
         """Names of the file-scope types, for an unknown name's candidates."""
         self.require_debug_info()
         return list(self._dwarf.type_names())
+
+
+def _enumeration_holding(enumerator):
+    """The DW_TAG_enumeration_type an enumerator DIE found by a raw search
+    belongs to: its enumerators are its first children, so it is the last
+    enumeration type before the enumerator in its CU (a DIE parsed on its
+    own has no parent link in pyelftools)."""
+    holder = None
+    try:
+        for die in enumerator.cu.iter_DIEs():
+            if die.offset == enumerator.offset:
+                return holder
+            if die.tag == "DW_TAG_enumeration_type":
+                holder = die
+    except (ValueError, KeyError, IndexError):
+        return None
+    return None
 
 
 # What GNU as records for a .S file (DWARF 5 section 7.12 leaves assembly

@@ -76,11 +76,15 @@ class ScopeContext:
     line_at: Callable[[object, int], int | None] = lambda cu, address: None  # (cu, pc) -> line
 
 
-def frame_scope(ctx: ScopeContext, function_die, pc: int, frame_die: int | None = None) -> FrameScope:
+def frame_scope(ctx: ScopeContext, function_die, pc: int, frame_die: int | None = None,
+                exact: bool = False) -> FrameScope:
     """The frame gdb selects at `pc` for a probe on `frame_die` (None: the
-    innermost), and its variables; see the module docstring."""
+    innermost), and its variables; see the module docstring. With `exact`,
+    the frame whose DIE is `frame_die` itself (a backtrace's frame)."""
     frames = _frames(_scope_chain(ctx.index, function_die, pc))
     k = _selected(ctx.index, frames, pc, frame_die)
+    if exact:
+        k = next((i for i, f in enumerate(frames) if f[0].offset == frame_die), k)
     frame_base = _FrameBase(ctx, function_die, pc)
     head = frames[k][0]
     variables = []

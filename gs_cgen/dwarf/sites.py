@@ -17,6 +17,7 @@ here without walking the CU's DIE tree (inlined_instances).
 from __future__ import annotations
 
 import bisect
+import hashlib
 import os.path
 import re
 
@@ -77,7 +78,32 @@ def inlined_instances(index: DwarfIndex, name: str) -> list:
     gdb knows as `name` (gdb_function_name of its abstract instance: a
     DW_TAG_subprogram with DW_AT_inline, one per CU that inlined it) and
     that gdb keeps (valid addresses). Found by raw searches for the name
-    and for references to each abstract instance, not by walking CUs."""
+    and for references to each abstract instance, not by walking CUs, and
+    kept in the index cache by build-id: an index of inlined copies by
+    name, built name by name (most names have none, and finding that out
+    takes several passes over all of .debug_info)."""
+    key = inlined_cache_key(name)
+    offsets = index.cached(key, lambda plain: _offsets_named(plain, name))
+    if offsets is None:
+        offsets = [die.offset for die in _find_inlined_instances(index, name)]
+        index.store(key, (name, offsets))
+    return [index.die_at(offset) for offset in offsets]
+
+
+def inlined_cache_key(name: str) -> str:
+    # Names may hold any character (C++ `ns::f(int)`); a file name may not.
+    return "inlined-" + hashlib.sha256(name.encode()).hexdigest()[:24]
+
+
+def _offsets_named(plain, name: str) -> list[int]:
+    # The cache entry names the function it is for: a digest is no proof.
+    stored_name, offsets = plain
+    if stored_name != name or not all(isinstance(o, int) for o in offsets):
+        raise ValueError("inlined instances of another name")
+    return list(offsets)
+
+
+def _find_inlined_instances(index: DwarfIndex, name: str) -> list:
     found = []
     for abstract in index.dies_named(name, ("DW_TAG_subprogram",), ("DW_AT_inline",)):
         if gdb_function_name(abstract) != name:

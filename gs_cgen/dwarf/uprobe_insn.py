@@ -38,29 +38,18 @@ class UprobeHandling(Enum):
     SINGLE_STEPPED = "single-stepped"
 
 
-def instruction_length(code: bytes, address: int = 0) -> int | None:
-    """Bytes of the first instruction of `code` (None: not decodable)."""
-    import capstone                 # noqa: PLC0415 — only placement needs it, not `info`
-    decoder = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    for _start, size, _mnemonic, _operands in decoder.disasm_lite(code[:_MAX_INSTRUCTION], address):
-        return size
-    return None
-
-
 def uprobe_handling(code: bytes) -> UprobeHandling:
-    """How a uprobe on the first instruction of `code` is run."""
-    length = instruction_length(code)
-    if length is None:
-        return UprobeHandling.SINGLE_STEPPED
-    insn = code[:length]
-    if insn in _X86_NOPS:
+    """How a uprobe on the first instruction of `code` is run. No decoder
+    is needed: each x86_nops entry is a whole instruction, and the other
+    cases are decided by prefixes and opcode alone."""
+    if any(code.startswith(nop) for nop in _X86_NOPS):
         return UprobeHandling.EMULATED
-    prefixes, rex, opcode = _split(insn)
+    prefixes, _rex, opcode = _split(code[:_MAX_INSTRUCTION])
     if _is_branch(opcode) and 0x66 not in prefixes:
         return UprobeHandling.EMULATED
     if opcode[:1] == b"\x90":
         return UprobeHandling.EMULATED
-    if _is_push(insn):
+    if _is_push(code):
         return UprobeHandling.EMULATED
     return UprobeHandling.SINGLE_STEPPED
 
@@ -83,10 +72,11 @@ def _is_branch(opcode: bytes) -> bool:
     return first == 0x0F and len(opcode) > 1 and 0x80 <= opcode[1] <= 0x8F
 
 
-def _is_push(insn: bytes) -> bool:
-    if len(insn) == 1:
-        return 0x50 <= insn[0] <= 0x57
-    return len(insn) == 2 and insn[0] == 0x41 and 0x50 <= insn[1] <= 0x57
+def _is_push(code: bytes) -> bool:
+    """push %reg alone (50-57) or with REX 0x41 only (r8-r15)."""
+    if code and 0x50 <= code[0] <= 0x57:
+        return True
+    return len(code) > 1 and code[0] == 0x41 and 0x50 <= code[1] <= 0x57
 
 
 # A prologue instruction that keeps every global as it was: frame set-up

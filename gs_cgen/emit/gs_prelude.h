@@ -126,19 +126,47 @@ static __always_inline void gs_read_dump(__u8 *ev, __u32 slot, __u32 data, __u32
     GS_STATUS(ev, slot) = err ? GS_STATUS_READ_ERROR : GS_STATUS_OK;
 }
 
-/* The user call stack (frame-pointer walk by the kernel); the length field
- * holds the number of bytes of return addresses. */
-static __always_inline void gs_read_stack(struct pt_regs *ctx, __u8 *ev, __u32 slot,
-                                          __u32 data, __u32 size)
+/* `bt`: registers and up to `window` bytes of the user stack from sp
+ * (gs_abi.h struct gs_backtrace_regs says the layout). Chunks until one
+ * cannot be read; the stack mapping ends on a page boundary, so what is
+ * left of the failing chunk's page is read in one more, shorter read. */
+static __always_inline void gs_copy_stack(struct pt_regs *ctx, __u8 *ev, __u32 slot,
+                                          __u32 data, __u32 window)
 {
-    long n = bpf_get_stack(ctx, ev + data, size, BPF_F_USER_STACK);
-    GS_ADDRESS(ev, slot) = 0;
-    if (n < 0) {
-        GS_LENGTH(ev, slot) = 0;
-        GS_STATUS(ev, slot) = GS_STATUS_READ_ERROR;
-        return;
+    struct gs_backtrace_regs *regs = (struct gs_backtrace_regs *)(ev + data);
+    regs->ip = ctx->ip;
+    regs->sp = ctx->sp;
+    regs->bp = ctx->bp;
+    regs->bx = ctx->bx;
+    regs->r12 = ctx->r12;
+    regs->r13 = ctx->r13;
+    regs->r14 = ctx->r14;
+    regs->r15 = ctx->r15;
+    regs->ax = ctx->ax;
+    regs->dx = ctx->dx;
+    regs->cx = ctx->cx;
+    regs->si = ctx->si;
+    regs->di = ctx->di;
+    regs->r8 = ctx->r8;
+    regs->r9 = ctx->r9;
+    regs->r10 = ctx->r10;
+    regs->r11 = ctx->r11;
+    __u8 *stack = ev + data + sizeof(struct gs_backtrace_regs);
+    __u64 sp = ctx->sp;
+    __u32 copied = 0;
+    for (__u32 i = 0; i < window / GS_BT_CHUNK; i++) {
+        if (gs_read_user_helper(stack + copied, GS_BT_CHUNK, (const void *)(sp + copied)))
+            break;
+        copied += GS_BT_CHUNK;
     }
-    GS_LENGTH(ev, slot) = n;
+    __u32 rest = (__u32)(0 - (sp + copied)) & (GS_PAGE_SIZE - 1);
+    if (copied + GS_BT_CHUNK <= window && rest > 0 && rest < GS_BT_CHUNK) {
+        rest &= GS_BT_CHUNK - 1;
+        if (gs_read_user_helper(stack + copied, rest, (const void *)(sp + copied)) == 0)
+            copied += rest;
+    }
+    GS_ADDRESS(ev, slot) = sp;
+    GS_LENGTH(ev, slot) = copied;
     GS_STATUS(ev, slot) = GS_STATUS_OK;
 }
 

@@ -270,8 +270,8 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
                 w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
             case StringCapture(pointer=p, cap=cap):
                 w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
-            case BacktraceCapture(max_frames=frames):
-                w.line(f"gs_read_stack(ctx, {where}, {8 * frames});")
+            case BacktraceCapture(stack_bytes=window):
+                w.line(f"gs_copy_stack(ctx, {where}, {window});")
             case DumpCapture(address=a, length=n, cap=cap):
                 length = emit_scalar(w, n, fail)
                 w.line(f"gs_read_dump({where}, {cap}, {emit_scalar(w, a, fail)}, "

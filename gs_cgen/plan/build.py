@@ -13,7 +13,9 @@ from gs_cgen.plan import arith, ir
 from gs_cgen.plan.expr import ExprPlanner
 from gs_cgen.plan.limits import EventLimit, event_limit, object_cap
 from gs_cgen.plan.locations import SYNTHETIC_POINTER
-from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, CompositeCapture,
+from gs_cgen.plan.backtrace import (DEFAULT_BACKTRACE_DEPTH, DEFAULT_BACKTRACE_STACK,
+                                    backtrace_capture, backtrace_data_size)
+from gs_cgen.plan.model import (BacktraceLine, Capture, CompositeCapture,
                                 CompositePiece, ConditionCapture, DumpCapture, DumpRef,
                                 KnownBytesCapture,
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep, ScriptString,
@@ -37,6 +39,8 @@ class PlanOptions:
     transport: EventTransport = EventTransport.RINGBUF
     input_pid: int | None = None
     mem_dump_cap: int = 256
+    backtrace_depth: int = DEFAULT_BACKTRACE_DEPTH
+    backtrace_stack: int = DEFAULT_BACKTRACE_STACK
     watch_exec: bool = False
     thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ
 
@@ -152,8 +156,9 @@ class _ProbeBuilder:
             case ast.If():
                 return [self._if(stmt)]
             case ast.Backtrace():
-                frames = abi().constants["GS_MAX_FRAMES"]
-                slot = self._add_slot(BacktraceCapture(frames), 8 * frames, "backtrace",
+                capture = backtrace_capture(stmt, self.options.backtrace_depth,
+                                            self.options.backtrace_stack, self.site.frame_die)
+                slot = self._add_slot(capture, backtrace_data_size(capture), "backtrace",
                                       stmt.span)
                 return [self._line(lambda bit: BacktraceLine(slot, bit), (slot,))]
         raise UnsupportedError(f"not supported yet: {type(stmt).__name__}", stmt.span)

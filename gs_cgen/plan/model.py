@@ -10,12 +10,15 @@ import hashlib
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.types import CType
-from gs_cgen.plan.ir import Scalar, walk
 from gs_cgen.script.ast import FormatKind
 from gs_cgen.source import SourceSpan
+
+if TYPE_CHECKING:       # the IR is imported where plans are built, not for `info`
+    from gs_cgen.plan.ir import Scalar
 
 
 def module_cookie(path: str, build_id: str | None) -> int:
@@ -192,11 +195,26 @@ class ConditionCapture:
     condition: Scalar
 
 
+class BacktraceShow(Enum):
+    """What a `bt` line shows of each frame (script/ast.py BacktraceMode)."""
+
+    FRAMES = "default"          # functions, inlined calls as their own frames
+    RAW = "raw"                 # addresses only
+    NOINLINE = "noinline"       # machine frames only
+    FULL = "full"               # frames and their parameters
+
+
 @dataclass(frozen=True)
 class BacktraceCapture:
-    """`bt`: up to `max_frames` user return addresses (bpf_get_stack)."""
+    """`bt`: the registers and up to `stack_bytes` of the user stack from
+    sp (gs_abi.h gs_backtrace_regs), unwound in Python to at most
+    `max_frames` frames (--backtrace-depth); `frame_die`: the probe's
+    frame (ProbeSite.frame_die), for the innermost frame's inline rule."""
 
     max_frames: int
+    stack_bytes: int
+    show: BacktraceShow = BacktraceShow.FRAMES
+    frame_die: int | None = None
 
 
 Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture
@@ -338,6 +356,7 @@ class ProbePlan:
 
     def scalar_nodes(self):
         """Every IR node any capture of this probe evaluates."""
+        from gs_cgen.plan.ir import walk  # noqa: PLC0415
         return walk(v for slot in self.slots for v in capture_scalars(slot.capture))
 
     @cached_property

@@ -5,7 +5,6 @@ import dataclasses
 from dataclasses import dataclass
 
 from gs_cgen.errors import DebugInfoError
-from gs_cgen.plan import ir
 from gs_cgen.plan.model import BacktraceCapture, ProbePlan, ProbeSite, module_cookie
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.script import ast
@@ -119,7 +118,6 @@ def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
                      module_cookie=module_cookie(module.path, module.build_id),
                      function_note=where.function_note, no_variables=where.no_variables,
                      open_path=module.open_path, frame_die=where.frame_die,
-                     handling=module.uprobe_handling(where.address).value,
                      function_entry=where.entry)
 
 
@@ -140,9 +138,11 @@ def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
 
 
 def place_probe(probe: ProbePlan, module) -> ProbePlan:
-    """The probe at the function's entry when that is cheaper and every
-    value it reads is the same there; else unchanged."""
-    site = probe.site
+    """The probe, its site saying how the kernel runs its instruction; at
+    the function's entry when that is cheaper and every value it reads is
+    the same there. (Only tracing asks: `info` decodes no machine code.)"""
+    site = dataclasses.replace(probe.site, handling=module.uprobe_handling(probe.site.address).value)
+    probe = dataclasses.replace(probe, site=site)
     entry = site.function_entry
     if entry is None or site.handling != "single-stepped" or not _reads_fixed_places(probe):
         return probe
@@ -161,6 +161,7 @@ def _reads_fixed_places(probe: ProbePlan) -> bool:
     """Nothing the probe reads depends on where in the function it runs:
     no register (parameters, locals, the frame, $pc, $sp), no call-site
     choice, no backtrace."""
+    from gs_cgen.plan import ir      # noqa: PLC0415 — `info` imports this module, not the IR
     if any(isinstance(slot.capture, BacktraceCapture) for slot in probe.slots):
         return False
     return not any(isinstance(node, (ir.RegisterValue, ir.CallSiteSelect))

@@ -63,11 +63,14 @@ class Dump:
 
 @dataclass(frozen=True)
 class Backtrace:
-    """Return addresses, innermost first; `truncated` when the stack was
-    deeper than the probe could record."""
+    """What a `bt` probe copied: the registers (DWARF register number ->
+    value) and the stack from `stack_base` (sp); the unwinder makes frames
+    of them when the event renders (gs_cgen/unwind)."""
 
-    frames: tuple[int, ...]
-    truncated: bool
+    registers: dict[int, int]
+    stack_base: int
+    stack: bytes
+    capture: BacktraceCapture
 
 
 @dataclass(frozen=True)
@@ -129,14 +132,9 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         return values.error_value(status, address, None, slot.ctype)
     match capture:
         case ScalarCapture(ctype=ctype):
-            number = int.from_bytes(data[:8], "little")
-            if arith.is_integer(ctype) or ctype is None:
-                return values.decode_integer(ctype, number)
-            size = min(type_size(ctype), 8)
-            return values.decode_object(ctype, data[:size])
+            return scalar_value(ctype, int.from_bytes(data[:8], "little"))
         case MemoryCapture(ctype=ctype, size=size):
-            return values.decode_object(ctype, data[:size], size < type_size(ctype),
-                                        address=address)
+            return memory_value(ctype, data, size, address)
         case CompositeCapture(ctype=ctype, size=size, gaps=gaps):
             return values.decode_object(ctype, data[:size], size < type_size(ctype), gaps=gaps)
         case StringCapture(ctype=ctype, cap=cap):
@@ -147,8 +145,36 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             return Dump(data[:min(length, cap)], length > cap)
         case ConditionCapture():
             return None
-        case BacktraceCapture(max_frames=limit):
-            count = min(length // 8, limit)
-            frames = struct.unpack_from(f"<{count}Q", data)
-            return Backtrace(tuple(f for f in frames if f), count >= limit)
+        case BacktraceCapture():
+            return decode_backtrace(capture, address, length, data)
     raise TypeError(capture)
+
+
+def scalar_value(ctype, number: int):
+    """The value of a ScalarCapture whose 64-bit register held `number`."""
+    from gs_cgen.render import values  # noqa: PLC0415
+    if arith.is_integer(ctype) or ctype is None:
+        return values.decode_integer(ctype, number)
+    size = min(type_size(ctype), 8)
+    return values.decode_object(ctype, number.to_bytes(8, "little")[:size])
+
+
+def memory_value(ctype, data: bytes, size: int, address: int):
+    """The value of a MemoryCapture that copied `size` bytes (`data`) from
+    `address`; fewer than the type's size when the copy was capped."""
+    from gs_cgen.render import values  # noqa: PLC0415
+    return values.decode_object(ctype, data[:size], size < type_size(ctype), address=address)
+
+
+# gs_backtrace_regs fields -> DWARF register numbers (x86-64 psABI 3.6.2).
+_BACKTRACE_REGISTERS = {"ip": 16, "sp": 7, "bp": 6, "bx": 3, "r12": 12, "r13": 13, "r14": 14,
+                        "r15": 15, "ax": 0, "dx": 1, "cx": 2, "si": 4, "di": 5, "r8": 8,
+                        "r9": 9, "r10": 10, "r11": 11}
+
+
+def decode_backtrace(capture: BacktraceCapture, sp: int, length: int, data: bytes) -> Backtrace:
+    layout = abi().structs["gs_backtrace_regs"]
+    fields = layout.unpack(data)
+    registers = {_BACKTRACE_REGISTERS[name]: value for name, value in fields.items()}
+    stack = data[layout.size:layout.size + min(length, capture.stack_bytes)]
+    return Backtrace(registers, sp, bytes(stack), capture)

@@ -8,6 +8,7 @@ from gs_cgen.dwarf.types import type_name
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (BacktraceLine, DumpRef, capture_scalars, ExprErrorLine, ExprLine, FormatLine, ProbePlan,
                                 ScriptString, SlotRef)
+from gs_cgen.render.backtrace import backtrace_lines
 from gs_cgen.render.decode import Backtrace, Dump, Event, ValueStatus
 from gs_cgen.render.values import ErrorValue
 from gs_cgen.render.text import (TLS_NOT_ALLOCATED_TEXT, TLS_UNAVAILABLE_TEXT, escape_bytes,
@@ -70,22 +71,9 @@ def _calls_builtin(capture) -> bool:
 
 
 def _backtrace(value, pid: int, resolve_frame) -> list[str]:
-    if not isinstance(value, Backtrace):
-        return [f"backtrace: {format_value(value)}, 0 frames"]
-    status = "truncated" if value.truncated else "ok"
-    lines = [f"backtrace: {status}, {len(value.frames)} frames"]
-    for index, address in enumerate(value.frames):
-        frame = resolve_frame(pid, address, index > 0) if resolve_frame else None
-        lines.append(f"  #{index} {_frame_text(address, frame)}")
-    return lines
-
-
-def _frame_text(address: int, frame) -> str:
-    if frame is None or frame.module is None:
-        return f"?? [0x{address:x}]"
-    where = f" at {frame.file}:{frame.line}" if frame.file else ""
-    offset = f"+0x{frame.module_address:x}" if frame.module_address is not None else ""
-    return f"{frame.function or '??'}{where} [{frame.module}{offset}]"
+    if not isinstance(value, Backtrace) or resolve_frame is None:
+        return ["backtrace: unreadable, 0 frames"]
+    return backtrace_lines(resolve_frame.backtrace(pid, value), value.capture.show)
 
 
 def _line(line, event: Event) -> str:

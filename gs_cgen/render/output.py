@@ -8,10 +8,56 @@ import sys
 from typing import Callable
 
 from gs_cgen.plan.model import ProbePlan
-from gs_cgen.render.decode import Event
+from gs_cgen.render.decode import Event, decode
 from gs_cgen.render.lines import render_json, render_lines
+from gs_cgen.render.plans import build_renderer
 
 Sink = Callable[[Event, ProbePlan], int]
+
+
+class EventWriter:
+    """Renders events as they are read and writes them out in chunks: one
+    write per `flush()` (the tracer flushes once per poll batch), not one
+    per line. Plain and JSON go through each probe's precompiled render
+    plan (render/plans.py); pretty prints through rich as it goes."""
+
+    def __init__(self, style: str, probes: dict[int, ProbePlan], resolve_frame=None,
+                 stream=None) -> None:
+        self.stream = stream
+        self.chunks: list[str] = []     # rendered, not yet written
+        if style == "pretty":
+            sink = make_sink(style, resolve_frame)
+            self.renderers = {probe_id: self._through_sink(sink, probe)
+                              for probe_id, probe in probes.items()}
+        else:
+            self.renderers = {probe_id: build_renderer(probe, style, resolve_frame)
+                              for probe_id, probe in probes.items()}
+
+    @staticmethod
+    def _through_sink(sink: Sink, probe: ProbePlan):
+        def render(buffer, offset: int, size: int) -> tuple[str, int]:
+            return "", sink(decode(bytes(buffer[offset:offset + size]), probe), probe)
+        return render
+
+    def write(self, probe_id: int, buffer, offset: int, size: int) -> bool:
+        """Render one event (`buffer[offset:offset + size]`); True when it
+        printed anything. An unknown probe id prints nothing. (The tracer's
+        hot loop does the same with `renderers` and `chunks` directly.)"""
+        renderer = self.renderers.get(probe_id)
+        if renderer is None:
+            return False
+        text, count = renderer(buffer, offset, size)
+        if count:
+            self.chunks.append(text)
+        return count > 0
+
+    def flush(self) -> None:
+        stream = self.stream or sys.stdout
+        if self.chunks:
+            text = "".join(self.chunks)
+            self.chunks.clear()
+            stream.write(text)
+        stream.flush()
 
 
 def make_sink(style: str, resolve_frame=None) -> Sink:

@@ -97,24 +97,26 @@ class Btf:
         end = self._strings.find(b"\0", offset)
         return self._strings[offset:end].decode("utf-8", "replace")
 
-    def _struct_named(self, name: str) -> int | None:
-        """The id of the first struct called `name` (by its string offset:
-        comparing numbers is what keeps the scan fast)."""
+    def _struct_named(self, name: str, kind: int = KIND_STRUCT) -> int | None:
+        """The id of the first struct (or union, by `kind`) called `name`
+        (by its string offset: comparing numbers is what keeps the scan fast)."""
         wanted, pos = set(), self._strings.find(b"\0" + name.encode() + b"\0")
         while pos >= 0:
             wanted.add(pos + 1)
             pos = self._strings.find(b"\0" + name.encode() + b"\0", pos + 1)
         words, type_id = self._words, 1
         while (at := self._start(type_id)) is not None:
-            if words[at] in wanted and (words[at + 1] >> 24) & 0x1F == KIND_STRUCT:
+            if words[at] in wanted and (words[at + 1] >> 24) & 0x1F == kind:
                 return type_id
             type_id += 1
         return None
 
-    def member_offset(self, struct_name: str, path: tuple[str, ...]) -> int:
+    def member_offset(self, struct_name: str, path: tuple[str, ...],
+                      kind: int = KIND_STRUCT) -> int:
         """Byte offset of `path` (`("thread", "fsbase")`) inside `struct
-        struct_name`, members of anonymous structs and unions included."""
-        type_id = self._struct_named(struct_name)
+        struct_name` (or the union, by `kind`), members of anonymous structs
+        and unions included."""
+        type_id = self._struct_named(struct_name, kind)
         if type_id is None:
             raise BtfError(f"no struct {struct_name}")
         total = 0

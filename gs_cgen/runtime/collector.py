@@ -9,6 +9,7 @@ drained for a bounded time: whatever is still unread then is lost too. So
 read + lost = produced, exactly."""
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -69,44 +70,88 @@ class LossReports:
     final: Callable[[int], None]
 
 
-def collect(session, on_event: Callable[[bytes], bool], should_stop: Callable[[], bool],
+# on_event(probe_id, buffer, offset, size), per trace event, whose bytes are
+# buffer[offset:offset + size] (valid during the call only); False: no more.
+EventHandler = Callable[[int, object, int, int], bool]
+# on_notice(kind, key_pid): a probe's GS_EVENT_OFFSETS_MISS or GS_EVENT_EXEC
+NoticeHandler = Callable[[int, int], None]
+
+
+def collect(session, on_event: EventHandler, should_stop: Callable[[], bool],
             losses: LossReports, unread_is_lost: Callable[[], bool] = lambda: True,
+            on_notice: NoticeHandler = lambda kind, key_pid: None,
             poll_ms: int = 100) -> EventAccount:
     """Poll until `should_stop()`; then detach, drain and settle the account.
+    `on_event` returns False when it wants no more events (ends the poll).
     `unread_is_lost()` is asked at the end: False when the caller stopped
     wanting events (--max-events), so events left unread are not losses."""
     account = EventAccount()
-    kind_at = abi().structs["gs_event_hdr"].field("kind").offset
-    trace_kind = abi().constants["GS_EVENT_TRACE"]
-
-    def counting(raw: bytes) -> bool:
-        if int.from_bytes(raw[kind_at:kind_at + 4], "little") == trace_kind:
-            account.received += 1
-        return on_event(raw)
-
-    session.open_events(counting)
+    handle = _batch_handler(session, on_event, on_notice, account)
+    session.open_events()
     try:
         while not should_stop():
-            session.poll(poll_ms)
+            handle(session.poll(poll_ms))
             account.counts = session.event_counts()
             if report := account.due_report(time.monotonic()):
                 losses.periodic(*report)
     finally:
         session.detach()
-        _drain(session, account)
+        _drain(session, handle, account)
         account.counts = session.event_counts()
         if total := account.lost(unread_is_lost()):
             losses.final(total)
     return account
 
 
-def _drain(session, account: EventAccount) -> None:
+def event_ids_reader() -> Callable[[object, int], tuple[int, int, int]]:
+    """(buffer, offset) -> (probe_id, kind, key_pid) of the event header
+    there, in one unpack."""
+    hdr = abi().structs["gs_event_hdr"]
+    parts, position = ["<"], 0
+    for name in ("probe_id", "kind", "key_pid"):
+        field = hdr.field(name)
+        if field.offset > position:
+            parts.append(f"{field.offset - position}x")
+        parts.append(field.format)
+        position = field.offset + field.size
+    return struct.Struct("".join(parts)).unpack_from
+
+
+def _batch_handler(session, on_event: EventHandler, on_notice: NoticeHandler,
+                   account: EventAccount):
+    """handle(batch) -> False when `on_event` wanted no more. Counts the
+    trace events handed to `on_event` (the one that says stop included),
+    and releases what was handled, also when a handler raises."""
+    read_ids = event_ids_reader()
+    trace_kind = abi().constants["GS_EVENT_TRACE"]
+
+    def handle(batch) -> bool:
+        received, end = 0, None
+        try:
+            for buffer, offset, size, end in batch:
+                probe_id, kind, key_pid = read_ids(buffer, offset)
+                if kind != trace_kind:
+                    on_notice(kind, key_pid)
+                    continue
+                received += 1
+                if on_event(probe_id, buffer, offset, size) is False:
+                    return False
+            return True
+        finally:
+            account.received += received
+            if end is not None:
+                session.release(end)
+    return handle
+
+
+def _drain(session, handle, account: EventAccount) -> None:
     """Read what is left until every event the probes sent is read, for
     DRAIN_SECONDS at most. An empty poll is not the end: a sleepable probe
     may still hold a reservation (waiting for a page fault), and the ring
     cannot be read past it until it is submitted."""
     deadline = time.monotonic() + DRAIN_SECONDS
     while time.monotonic() < deadline:
-        more = session.poll(10)
-        if not more and account.received >= session.event_counts().sent:
+        if not handle(session.poll(10)):
+            return                       # the caller wants no more events
+        if account.received >= session.event_counts().sent:
             return

@@ -1,8 +1,10 @@
 """BCC load / attach / detach and map population: the only importer of bcc.
 
-Uprobes are attached through libbcc's bpf_attach_uprobe at an explicit file
-offset (never by symbol), which on kernels with the uprobe PMU opens a perf
-event that the kernel removes when its fd closes, even if we are SIGKILLed.
+Uprobes are attached at an explicit file offset (never by symbol), as BPF
+links (runtime/uprobe_links.py: Linux 6.6+, detached 100x faster) or else
+through libbcc's bpf_attach_uprobe, which on kernels with the uprobe PMU
+opens a perf event. Either way the kernel removes the uprobe when its fd
+closes, even if we are SIGKILLed.
 """
 from __future__ import annotations
 
@@ -20,12 +22,16 @@ from gs_cgen.emit.c import SLEEPABLE_MACRO, probe_function_name
 from gs_cgen.errors import PrivilegeError, RuntimeTraceError
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
 from gs_cgen.runtime.collector import EventCounts
+from gs_cgen.runtime.ringbuf import Record, RingBufferReader
 from gs_cgen.runtime.sleepable import (ReadMode, choose_read_mode, load_sleepable,
                                        verifier_reason)
 from gs_cgen.runtime.target import SectionOffsets
+from gs_cgen.runtime.uprobe_links import (BPF_TRACE_UPROBE_MULTI, attach_link,
+                                          close_concurrently, links_refusal)
 
-# Events handled per poll at most, so stop conditions are checked often.
+# Events handed on per poll at most, so stop conditions are checked often.
 POLL_BATCH = 4096
+PERF_WAKEUP_EVENTS = 64
 _PRELUDE_DIR = Path(__file__).resolve().parent.parent / "emit"
 
 
@@ -58,7 +64,7 @@ def bcc_version() -> str:
 @dataclass
 class AttachedProbe:
     site: ProbeSite
-    event_name: bytes
+    event_name: bytes | None     # a perf-event uprobe's name; None for a BPF link
     fd: int
 
 
@@ -71,9 +77,12 @@ class TraceSession:
         self.bpf = None
         self.functions = {}
         self.attached: list[AttachedProbe] = []
-        self.callback_error: BaseException | None = None
-        self.batch = 0
+        self.ring: RingBufferReader | None = None
+        self.pending: list[bytes] = []      # perf events copied out, not yet handled
         self.read_mode: ReadMode | None = None
+        # Why uprobes are not BPF links ('' when they are); decided before
+        # loading, as a link's program is loaded with its own attach type.
+        self.links_refusal = ""
 
     # -------------------------------------------------------------- load
     def load(self) -> None:
@@ -82,6 +91,7 @@ class TraceSession:
         else as today's. `read_mode.note` says which, for the user."""
         bcc = _import_bcc()
         self.read_mode = choose_read_mode(self.plan.transport)
+        self.links_refusal = links_refusal()
         if self.read_mode.sleepable:
             try:
                 self._build(bcc, sleepable=True)
@@ -96,7 +106,7 @@ class TraceSession:
                   f"-D{SLEEPABLE_MACRO}={int(sleepable)}"]
         captured = io.StringIO()
         try:
-            with _stderr_to(captured):
+            with _stderr_to(captured, report_if_exited=True):
                 self.bpf = bcc.BPF(text=self.c_text, cflags=cflags)
         except Exception as exc:  # noqa: BLE001 — BCC raises bare Exception
             raise RuntimeTraceError(f"BPF compilation failed: {exc}",
@@ -106,12 +116,13 @@ class TraceSession:
 
     def _load_function(self, bcc, site: ProbeSite, sleepable: bool):
         name = probe_function_name(site.probe_id).encode()
+        attach_type = -1 if self.links_refusal else BPF_TRACE_UPROBE_MULTI
         log = io.StringIO()
         try:
             with _stderr_to(log):
                 if not sleepable:
-                    return self.bpf.load_func(name, bcc.BPF.KPROBE)
-                fd = load_sleepable(self.bpf.module, name, bcc.BPF.KPROBE)
+                    return self.bpf.load_func(name, bcc.BPF.KPROBE, attach_type=attach_type)
+                fd = load_sleepable(self.bpf.module, name, bcc.BPF.KPROBE, attach_type)
         except Exception as exc:  # noqa: BLE001
             raise RuntimeTraceError(
                 f"the kernel verifier rejected the probe for '{site.pattern_text}': {exc}",
@@ -128,17 +139,18 @@ class TraceSession:
     # ------------------------------------------------------------ attach
     def attach(self, pid: int | None) -> None:
         """Attach every probe; on any failure detach what was attached."""
-        from bcc.libbcc import lib  # noqa: PLC0415
         for probe in self.plan.probes:
             site = probe.site
             fn = self.functions[site.probe_id]
-            event_name = f"gs_{os.getpid()}_{site.probe_id}".encode()
             # The kernel resolves the path to an inode; a /proc/PID/root or
             # map_files path reaches a container's file from here.
-            fd = lib.bpf_attach_uprobe(fn.fd, 0, event_name, site.attach_path.encode(),
-                                       site.file_offset, -1 if pid is None else pid)
+            if self.links_refusal:
+                event_name = f"gs_{os.getpid()}_{site.probe_id}".encode()
+                fd, err = _attach_perf_uprobe(fn.fd, event_name, site, pid)
+            else:
+                event_name = None
+                fd, err = attach_link(fn.fd, site.attach_path.encode(), site.file_offset, pid)
             if fd < 0:
-                err = ctypes.get_errno()
                 self.detach()
                 opened = "" if site.attach_path == site.module_path else \
                     f" (opened as {site.attach_path})"
@@ -149,15 +161,20 @@ class TraceSession:
             self.attached.append(AttachedProbe(site, event_name, fd))
 
     def detach(self) -> None:
-        """Close every probe fd: the kernel drops the uprobes with them."""
+        """Close every probe fd: the kernel drops the uprobes with them.
+        Each close waits for RCU grace periods, so they are closed
+        concurrently (runtime/uprobe_links.py)."""
         if not self.attached:
             return
-        from bcc.libbcc import lib  # noqa: PLC0415
-        for probe in self.attached:
-            lib.bpf_close_perf_event_fd(probe.fd)
+        close_concurrently(p.fd for p in self.attached if p.event_name is None)
+        perf_events = [p for p in self.attached if p.event_name is not None]
+        if perf_events:
+            from bcc.libbcc import lib  # noqa: PLC0415
+            close_concurrently((p.fd for p in perf_events), close=lib.bpf_close_perf_event_fd)
             # Only does something when libbcc fell back to tracefs events.
             with _stderr_to(io.StringIO()):
-                lib.bpf_detach_uprobe(probe.event_name)
+                for probe in perf_events:
+                    lib.bpf_detach_uprobe(probe.event_name)
         self.attached.clear()
 
     def close(self) -> None:
@@ -165,6 +182,9 @@ class TraceSession:
         self._unload()
 
     def _unload(self) -> None:
+        if self.ring is not None:
+            self.ring.close()
+            self.ring = None
         if self.bpf is not None:
             self.bpf.cleanup()
             self.bpf = None
@@ -202,49 +222,62 @@ class TraceSession:
             pass                          # no probe has missed yet
 
     # ------------------------------------------------------------ events
-    def open_events(self, on_event) -> None:
-        """`on_event(bytes)` per event. Drops are counted by the probe
-        itself (event_counts), for both transports."""
+    def open_events(self) -> None:
+        """Start reading events. Drops are counted by the probe itself
+        (event_counts), for both transports."""
         table = self.bpf[abi().map_names["GS_MAP_EVENTS"]]
-
-        def raw(_ctx, data, size):
-            # An exception must not vanish inside BCC's ctypes callback:
-            # keep it and let poll() raise it on the Python side.
-            try:
-                keep_going = on_event(ctypes.string_at(data, size)) is not False
-            except BaseException as exc:  # noqa: BLE001
-                self.callback_error = self.callback_error or exc
-                keep_going = False
-            self.batch += 1
-            # A negative return stops libbpf's consume loop, which would
-            # otherwise never return while the ring refills faster than we
-            # read: stop conditions are checked between polls.
-            return 0 if keep_going and self.batch < POLL_BATCH else -1
-
         if self.plan.transport is EventTransport.RINGBUF:
-            table.open_ring_buffer(raw)
-        else:
-            # A failed perf_submit is already counted by the probe's per-CPU
-            # counter; the ring's own PERF_RECORD_LOST would count it twice.
-            table.open_perf_buffer(lambda cpu, data, size: raw(cpu, data, size),
-                                   page_cnt=abi().constants["GS_PERF_PAGES"],
-                                   lost_cb=lambda count: None)
+            self.ring = RingBufferReader.open(table.map_fd, table.max_entries)
+            return
+        # perf: BCC's reader calls back once per event; the callback only
+        # copies the bytes out, and poll() hands them on in batches.
+        pending = self.pending
 
-    def poll(self, timeout_ms: int) -> bool:
-        """Handle ready events; True when the batch limit cut it short (more
-        may be waiting)."""
-        self.batch = 0
-        if self.plan.transport is EventTransport.RINGBUF:
-            self.bpf.ring_buffer_poll(timeout_ms)
-        else:
+        def copy_out(_cpu, data, size):
+            pending.append(ctypes.string_at(data, size))
+
+        # A failed perf_submit is already counted by the probe's per-CPU
+        # counter; the ring's own PERF_RECORD_LOST would count it twice.
+        # The kernel wakes us every PERF_WAKEUP_EVENTS events, not every
+        # one (a wake-up costs the probed thread); poll() picks up the rest.
+        table.open_perf_buffer(copy_out, page_cnt=abi().constants["GS_PERF_PAGES"],
+                               lost_cb=lambda count: None, wakeup_events=PERF_WAKEUP_EVENTS)
+
+    def poll(self, timeout_ms: int) -> list[Record]:
+        """The events ready to read, at most POLL_BATCH, waiting up to
+        `timeout_ms` when there are none. Each is (buffer, offset, size,
+        end): its bytes are buffer[offset:offset + size], valid until
+        `release(end)` of it or of a later one, which the caller must call
+        after handling them (ring buffer records are read in place)."""
+        if self.ring is not None:
+            return self.ring.poll(timeout_ms, POLL_BATCH)
+        if not self.pending:
             self.bpf.perf_buffer_poll(timeout_ms)
-        if self.callback_error is not None:
-            error, self.callback_error = self.callback_error, None
-            raise error
-        return self.batch >= POLL_BATCH
+        if not self.pending:
+            self.bpf.perf_buffer_consume()      # fewer than PERF_WAKEUP_EVENTS waiting
+        # perf_buffer_poll reads every CPU's ring whole: the events past
+        # POLL_BATCH wait in `pending` for the next poll.
+        return [(raw, 0, len(raw), count)
+                for count, raw in enumerate(self.pending[:POLL_BATCH], start=1)]
 
+    def release(self, end: int) -> None:
+        """Done with every event polled up to the one whose end is `end`."""
+        if self.ring is not None:
+            self.ring.release(end)
+        else:
+            del self.pending[:end]
 
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
+
+
+def _attach_perf_uprobe(prog_fd: int, event_name: bytes, site: ProbeSite,
+                        pid: int | None) -> tuple[int, int]:
+    """libbcc's uprobe (a uprobe PMU perf event, else a tracefs event):
+    (fd, 0) or (-1, errno)."""
+    from bcc.libbcc import lib  # noqa: PLC0415
+    fd = lib.bpf_attach_uprobe(prog_fd, 0, event_name, site.attach_path.encode(),
+                               site.file_offset, -1 if pid is None else pid)
+    return (fd, 0) if fd >= 0 else (fd, ctypes.get_errno())
 
 
 class _SleepableRejected(Exception):
@@ -256,16 +289,74 @@ def _verifier_reason(log: str, errno: int) -> str:
 
 
 @contextlib.contextmanager
-def _stderr_to(buffer: io.StringIO):
-    """Capture C-level stderr (clang and verifier output) into `buffer`."""
+def _stderr_to(buffer: io.StringIO, report_if_exited: bool = False):
+    """Capture C-level stderr (clang and verifier output) into `buffer`.
+    With `report_if_exited`, a C-level exit() inside (_exit_reported)
+    still shows the user what was captured."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 2)
         try:
-            yield
+            with _exit_reported(saved, tmp) if report_if_exited else contextlib.nullcontext():
+                yield
         finally:
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
             buffer.write(tmp.read().decode(errors="replace"))
+
+
+@contextlib.contextmanager
+def _exit_reported(saved_stderr: int, capture):
+    """clang ends the process with exit(1) on a fatal diagnostic (LLVM's
+    default for an error no handler takes: "Looks like the BPF stack limit
+    of 512 bytes is exceeded", report_fatal_error) from inside
+    BPF(text=...), while stderr goes to `capture`: the user would see
+    nothing. exit() runs the C library's exit handlers, so one is
+    registered for the time of the block: it puts stderr back and prints
+    what was captured as a gs-cgen error; exit() then ends the process with
+    clang's status. It is registered under a handle of its own and removed
+    with __cxa_finalize(handle) after the block, so it never runs once
+    Python has shut down. (atexit() itself is not exported by glibc: it
+    lives in libc_nonshared.a and calls __cxa_atexit.)"""
+    libc = ctypes.CDLL(None)
+    register = getattr(libc, "__cxa_atexit", None)
+    finalize = getattr(libc, "__cxa_finalize", None)
+    armed = True
+
+    def on_exit(_arg) -> None:
+        if armed:
+            _report_captured(saved_stderr, capture)
+
+    callback = _EXIT_HANDLER_TYPE(on_exit)
+    handle = ctypes.create_string_buffer(1)          # this registration's own "DSO"
+    registered = register is not None and finalize is not None and \
+        register(callback, None, ctypes.cast(handle, ctypes.c_void_p)) == 0
+    try:
+        yield
+    finally:
+        armed = False
+        if registered:
+            finalize(ctypes.cast(handle, ctypes.c_void_p))    # runs it disarmed, removes it
+
+
+_EXIT_HANDLER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def _report_captured(saved_stderr: int, capture) -> None:
+    try:
+        os.dup2(saved_stderr, 2)
+        capture.seek(0)
+        said = capture.read().decode(errors="replace").strip()
+        os.write(2, (fatal_compile_message(said) + "\n").encode())
+    except Exception:  # noqa: BLE001 — nothing may escape into C's exit()
+        pass
+
+
+def fatal_compile_message(said: str) -> str:
+    """What the user reads when clang ended the process."""
+    return RuntimeTraceError(
+        "BPF compilation failed: clang stopped gs-cgen with a fatal error in the "
+        "generated C (no probe was attached)",
+        hints=(said[-2000:] or "clang printed nothing",)).render()

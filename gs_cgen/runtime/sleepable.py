@@ -91,15 +91,17 @@ def detect_support(environ) -> ReadMode:
     return ReadMode(True)
 
 
-def load_sleepable(module: int, name: bytes, prog_type: int) -> int:
+def load_sleepable(module: int, name: bytes, prog_type: int, attach_type: int = -1) -> int:
     """Load function `name` of a BCC module as a sleepable program, as
-    BPF.load_func would load it otherwise: its fd, or < 0 (errno set; the
-    verifier log went to stderr)."""
+    BPF.load_func would load it otherwise (`attach_type`: its expected
+    attach type, -1 for none): its fd, or < 0 (errno set; the verifier log
+    went to stderr)."""
     from bcc.libbcc import lib  # noqa: PLC0415
     load = _func_load_with_flags()
     return load(module, prog_type, name, lib.bpf_function_start(module, name),
                 lib.bpf_function_size(module, name), lib.bpf_module_license(module),
-                lib.bpf_module_kern_version(module), 0, None, 0, None, BPF_F_SLEEPABLE, -1)
+                lib.bpf_module_kern_version(module), 0, None, 0, None, BPF_F_SLEEPABLE,
+                attach_type)
 
 
 @functools.cache

@@ -245,9 +245,20 @@ class If:
     span: SourceSpan
 
 
+class BacktraceMode(Enum):
+    """`bt` (inlined frames too), `bt raw` (addresses only), `bt noinline`,
+    `bt full` (with each frame's parameters)."""
+
+    DEFAULT = "default"
+    RAW = "raw"
+    NOINLINE = "noinline"
+    FULL = "full"
+
+
 @dataclass(frozen=True)
 class Backtrace:
     span: SourceSpan
+    mode: BacktraceMode = BacktraceMode.DEFAULT
 
 
 Stmt = PrintFormat | PrintExpr | Let | If | Backtrace

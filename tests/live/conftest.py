@@ -99,12 +99,15 @@ def gs_cgen_popen(*args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def our_uprobes() -> list[str]:
-    """uprobe_events lines that belong to gs-cgen (legacy tracefs path)."""
+def our_uprobes(tracer_pid: int | None = None) -> list[str]:
+    """uprobe_events lines that belong to gs-cgen (legacy tracefs path):
+    to the tracer `tracer_pid` (its events are gs_<pid>_<probe>) when
+    given, for tests that run beside other tracers."""
     path = Path("/sys/kernel/tracing/uprobe_events")
     if not path.exists():
         return []
-    return [line for line in path.read_text().splitlines() if "gs_" in line]
+    mark = "gs_" if tracer_pid is None else f"gs_{tracer_pid}_"
+    return [line for line in path.read_text().splitlines() if mark in line]
 
 
 def uprobe_perf_events_open(pid: int) -> int:

@@ -28,7 +28,7 @@ def test_backtrace_names_functions_lines_and_modules(basic_bin, start_target):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "a = 3"
-    header = re.fullmatch(r"backtrace: (ok|truncated), (\d+) frames", lines[1])
+    header = re.fullmatch(r"backtrace: (complete), (\d+) frames", lines[1])
     assert header and int(header.group(2)) == len(lines) - 2 >= 2
     entry_line = marker_line(SOURCE, "after_total") - 1        # gdb: Breakpoint at line 27
     assert re.fullmatch(rf"  #0 add at \S+/{SOURCE}:{entry_line} \[live_basic\+0x[0-9a-f]+\]",

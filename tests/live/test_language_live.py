@@ -215,6 +215,27 @@ def test_let_bindings_and_block_scopes(target):
     assert trace_lines(target.pid, script) == ["n = 200", "207", "k = 7", "k = 1"]
 
 
+def test_alias_variables_bind_dwarf_expressions(types_bin, target):
+    """GhostScope's alias variables: `let a = g_pts` names the array itself
+    (index it, take its address), `let p = &g_buf[0]` a pointer to dump.
+    gdb: g_pts[1] = {x = 3, y = 4}, g_pts[2] = {x = 5, y = 6}, g_rect.tl.x = 1,
+    x/4xb g_buf -> 62 75 66 66."""
+    pts = runtime_address(types_bin, target.pid, "g_pts")
+    script = ('trace compute { let a = g_pts; let p = &g_buf[0]; let r = g_rect; '
+              'print a[1]; print a[g_arr[0] + 1]; print "{:p}", &a; print "{:x.4}", p; '
+              'print r.tl.x; print "{}", a[0].y + r.br.y; }')
+    assert trace_lines(target.pid, script) == [
+        "a[1] = point { x: 3, y: 4 }", "a[g_arr[0] + 1] = point { x: 5, y: 6 }",
+        f"{pts:#x}", "62 75 66 66", "r.tl.x = 1", "22"]
+
+
+def test_pointers_have_no_order(types_bin):
+    result = gs_cgen("trace", "-t", str(types_bin), "--emit-c", "-s",
+                     "trace more { print nullp < vp; }")
+    assert result.returncode == 1
+    assert "pointers can only be compared with == and !=" in result.stderr
+
+
 def test_a_script_string_variable_prints_like_a_c_string(target):
     script = 'trace compute { let s = "say \\"hi\\""; print s; print "{}|{}", s, a; }'
     assert trace_lines(target.pid, script) == ['s = "say \\"hi\\""', 'say "hi"|100']

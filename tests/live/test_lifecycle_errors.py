@@ -67,7 +67,7 @@ def test_signal_ends_cleanly_and_removes_probe(basic_bin, start_target, signum):
     while text_byte(target.pid, address) == INT3 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert text_byte(target.pid, address) == original
-    assert our_uprobes() == []
+    assert our_uprobes(tracer.pid) == []
     assert target.proc.poll() is None
 
 

@@ -147,6 +147,18 @@ def test_target_executable_alone_reads_its_libraries_globals(shlib, start_target
     assert run_lines("-t", str(app), "-s", script, events=2) == ["8 5150 4321"] * 2
 
 
+def test_target_through_a_symlink_is_the_file_it_names(shlib, start_target, tmp_path):
+    """-t ALIAS where ALIAS -> libgsdemo.so: the module is the real file the
+    process maps (it said 'no loaded module matches')."""
+    lib, app = shlib
+    target = start_target(app)
+    alias = tmp_path / "libgsdemo_alias.so"
+    alias.symlink_to(lib)
+    script = 'trace compute { print "{} {} {}", x, y, lib_data; }'
+    for mode in (("-p", str(target.pid)), ()):
+        assert run_lines("-t", str(alias), *mode, "-s", script) == ["6 7 1234"] * 2
+
+
 def test_global_found_in_several_other_modules_is_an_error(shlib, lib_copy, start_target):
     lib, app = shlib
     target = start_target(app, str(lib_copy))

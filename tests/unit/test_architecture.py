@@ -12,7 +12,8 @@ FORBIDDEN = {"script": {"dwarf", "plan", "emit", "runtime", "render"},
              "dwarf": {"script", "plan", "emit", "runtime", "render"},
              "plan": {"emit", "runtime", "render"},
              "emit": {"runtime", "render", "dwarf"},
-             "render": {"runtime", "emit"}}
+             "render": {"runtime", "emit"},
+             "unwind": {"script", "plan", "emit", "runtime", "render"}}
 
 
 def imports_of(path: Path) -> set[str]:

@@ -106,3 +106,14 @@ def test_find_type_spellings(binaries):
     assert module.find_type("union number").kind == "union"
     assert module.find_type("struct no_such") is None
     assert module.find_type("point") is point                  # a tag without `struct` too
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_enumeration_constants_and_their_type(binaries, build):
+    """gdb: print GREEN -> GREEN, print (int) BLUE -> 6 (enum color)."""
+    module = open_module(binaries[build])
+    enum, value = module.find_enumerator("BLUE")
+    assert isinstance(enum, EnumType) and enum.name == "color" and value == 6
+    assert module.find_enumerator("GREEN")[1] == 5
+    assert module.find_enumerator("g_color") is None       # a variable, not a constant
+    assert module.find_enumerator("PURPLE") is None

@@ -28,17 +28,23 @@ class FakeSession:
         self.polls = 0
         self.detached_at_poll = None
 
-    def open_events(self, on_event):
-        self.on_event = on_event
+    def open_events(self):
+        self.released = 0
 
     def poll(self, timeout_ms):
+        """One queued event per poll, as (buffer, offset, size, end)."""
         self.polls += 1
+        batch = []
         if self.queued:
             self.queued -= 1
-            self.on_event(trace_event())
+            raw = trace_event()
+            batch.append((raw, 0, len(raw), 1))
         if self.failed_sequence:
             self.failed = self.failed_sequence.pop(0)
-        return bool(self.queued)
+        return batch
+
+    def release(self, end):
+        self.released += end
 
     def detach(self):
         self.detached_at_poll = self.polls
@@ -56,7 +62,7 @@ def reporting():
 def test_every_loss_is_in_the_final_total():
     session = FakeSession([0, 3, 7], sent=5)
     periodic, final, losses = reporting()
-    account = collect(session, lambda raw: True, lambda: session.polls >= 3, losses)
+    account = collect(session, lambda probe_id, buffer, offset, size: True, lambda: session.polls >= 3, losses)
     assert final == [7] and account.received == 5
     assert account.received + final[0] == account.produced      # nothing unaccounted
 
@@ -65,7 +71,7 @@ def test_events_left_in_the_ring_after_the_drain_count_as_lost(monkeypatch):
     monkeypatch.setattr(collector, "DRAIN_SECONDS", 0.0)
     session = FakeSession([0], sent=10)
     _, final, losses = reporting()
-    account = collect(session, lambda raw: True, lambda: session.polls >= 2, losses)
+    account = collect(session, lambda probe_id, buffer, offset, size: True, lambda: session.polls >= 2, losses)
     assert account.received < 10
     assert final == [10 - account.received]
 
@@ -73,7 +79,7 @@ def test_events_left_in_the_ring_after_the_drain_count_as_lost(monkeypatch):
 def test_probes_are_detached_before_the_drain():
     session = FakeSession([], sent=4)
     _, final, losses = reporting()
-    collect(session, lambda raw: True, lambda: session.polls >= 1, losses)
+    collect(session, lambda probe_id, buffer, offset, size: True, lambda: session.polls >= 1, losses)
     assert session.detached_at_poll == 1 and final == []
 
 
@@ -81,7 +87,7 @@ def test_unread_events_are_not_losses_when_no_more_were_wanted(monkeypatch):
     monkeypatch.setattr(collector, "DRAIN_SECONDS", 0.0)
     session = FakeSession([2], sent=10)
     _, final, losses = reporting()
-    collect(session, lambda raw: True, lambda: session.polls >= 1, losses,
+    collect(session, lambda probe_id, buffer, offset, size: True, lambda: session.polls >= 1, losses,
             unread_is_lost=lambda: False)
     assert final == [2]
 
@@ -228,5 +234,31 @@ def test_the_drain_waits_for_events_submitted_after_an_empty_poll():
         return base_poll(timeout_ms)
     session.poll = poll
     _, final, losses = reporting()
-    account = collect(session, lambda raw: True, lambda: session.polls >= 1, losses)
+    account = collect(session, lambda probe_id, buffer, offset, size: True, lambda: session.polls >= 1, losses)
     assert account.received == 3 and final == []
+
+
+def test_a_batch_is_counted_routed_and_released_up_to_where_the_handler_stopped():
+    """Notices go to on_notice and are not trace events; the event that says
+    stop is read (counted) and released, the rest stay for later."""
+    hdr = abi().structs["gs_event_hdr"]
+    kinds = abi().constants
+    notice = hdr.pack(kind=kinds["GS_EVENT_EXEC"], key_pid=77, size=hdr.size)
+    events = [hdr.pack(kind=kinds["GS_EVENT_TRACE"], probe_id=i, size=hdr.size) for i in (4, 5, 6)]
+    buffer = b"".join([notice] + events)
+    batch = [(buffer, i * hdr.size, hdr.size, 10 * (i + 1)) for i in range(4)]
+    seen, notices, released = [], [], []
+
+    class Session:
+        def release(self, end):
+            released.append(end)
+
+    def on_event(probe_id, buf, offset, size):
+        seen.append(probe_id)
+        return probe_id != 5
+    account = EventAccount()
+    handle = collector._batch_handler(Session(), on_event,
+                                      lambda kind, pid: notices.append((kind, pid)), account)
+    assert handle(batch) is False
+    assert seen == [4, 5] and notices == [(kinds["GS_EVENT_EXEC"], 77)]
+    assert account.received == 2 and released == [30]

@@ -55,7 +55,7 @@ class _FakeBPF:
         self.cflags, self.funcs, self.module, self.cleaned = cflags, {}, 1, False
         _FakeBPF.built.append(self)
 
-    def load_func(self, name, prog_type):
+    def load_func(self, name, prog_type, attach_type=-1):
         return self.Function(self, name, 7)
 
     def cleanup(self):
@@ -71,7 +71,7 @@ def _session(monkeypatch, sleepable_fd: int):
     monkeypatch.setattr(session_module, "_import_bcc", lambda: types.SimpleNamespace(BPF=_FakeBPF))
     monkeypatch.setattr(session_module, "choose_read_mode", lambda transport: ReadMode(True))
 
-    def load_sleepable(module, name, prog_type):
+    def load_sleepable(module, name, prog_type, attach_type=-1):
         os.write(2, b"helper call is not allowed in probe\nprocessed 9 insns\n")
         return sleepable_fd
     monkeypatch.setattr(session_module, "load_sleepable", load_sleepable)

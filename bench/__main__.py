@@ -1,0 +1,195 @@
+"""`make bench`: gs-cgen beside bpftrace, perf probe, raw ftrace uprobes,
+gdb and a BCC empty program (the floor), on the same instruction of the
+same process, in one run; prints issue #10's table as markdown, with ratios
+and each goal met or not, then the detail tables.
+
+    .venv/bin/python -m bench [--quick] [--only hit,python,info,events,growth]
+
+Root.  The full run takes about 5-8 minutes, --quick under 2.  Workloads run
+on the last CPU, tracers on the others.  A benchmark, not a test: it never
+fails because a number is bad, only when it cannot measure.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench import events, growth, hit, info, sites
+from bench.common import (ENV, GS, NOTES, evict_from_page_cache, REPO, START, CodeWatch, Context, leftover_uprobes, median,
+                          note, perf_probe_cleanup, progress)
+from bench.loops import traced
+from bench.report import Report
+from bench.tracers import (Bpftrace, BccEmpty, GsCgen, GsCgenJson, PerfProbe, RawFtrace, usable)
+
+SECTIONS = ("hit", "python", "info", "events", "growth")
+
+
+class Plan:
+    """How much each section does: --quick or the full run."""
+
+    def __init__(self, quick: bool) -> None:
+        self.quick = quick
+        self.rounds = 2 if quick else 5
+        self.n_nop, self.n_mov, self.n_python = (100_000, 20_000, 100_000) if quick else \
+            (200_000, 50_000, 200_000)
+        self.warm, self.cold = (2, 1) if quick else (5, 3)
+        self.n_flood, self.event_rounds = (200_000, 1) if quick else (500_000, 3)
+        self.probe_counts = [1, 10] if quick else [1, 10, 100]
+
+
+def versions() -> str:
+    found = []
+    for argv in (["bpftrace", "--version"], ["perf", "--version"], ["gdb", "--version"]):
+        if shutil.which(argv[0]):
+            first = subprocess.run(argv, capture_output=True, text=True).stdout.splitlines()[:1]
+            found.append(first[0].strip() if first else argv[0])
+    return ", ".join(found)
+
+
+def gs_revision() -> str:
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", REPO, *argv], capture_output=True, text=True).stdout.strip()
+    dirty = " + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"{git('rev-parse', '--abbrev-ref', 'HEAD')} at {git('rev-parse', '--short', 'HEAD')}{dirty}"
+
+
+def run_hit(ctx: Context, plan: Plan, report: Report, binary: str, target_sites) -> None:
+    watch = CodeWatch(binary, "hot")
+    tracers = usable([GsCgen(), Bpftrace(), PerfProbe(), RawFtrace(), BccEmpty()])
+    for label, n in (("nop", plan.n_nop), ("mov", plan.n_mov)):
+        site = target_sites[label]
+        report.hit[label] = hit.measure(ctx, label, [binary, "loop", str(n)], n, site, watch,
+                                        tracers, plan.rounds)
+        report.hit_site[label] = site
+
+
+def run_python(ctx: Context, plan: Plan, report: Report) -> None:
+    found = sites.find_python311()
+    if not found:
+        note("no python3.11 with a shared libpython3.11.so.1.0 carrying DWARF: python rows skipped")
+        return
+    interpreter, library = found
+    report.libpython = library
+    site = sites.python_site(library)
+    watch = CodeWatch(library, "PyDict_SetItem")
+    argv = [interpreter, os.path.join(sites.HERE, "dict_loop.py"), str(plan.n_python)]
+    tracers = usable([GsCgen(), Bpftrace(), BccEmpty()])
+    report.python = hit.measure(ctx, "python3.11", argv, plan.n_python, site, watch, tracers,
+                                plan.rounds)
+    # cold: an empty gs-cgen index cache and libpython's pages evicted
+    colds = []
+    for r in range(plan.cold):
+        progress(f"python3.11: gs-cgen attach, cold {r + 1}/{plan.cold}")
+        with tempfile.TemporaryDirectory(prefix="gsbench-cache-") as cache:
+            evict_from_page_cache(library)
+            cold = GsCgen(env=dict(ENV, XDG_CACHE_HOME=cache))
+            loop = traced(ctx, [interpreter, argv[1], "1000"], watch, cold, site, "hit",
+                          f"pycold-{r}")
+        if loop.attach is None:
+            note(f"python3.11 cold attach: {loop.error}")
+        colds.append(loop.attach)
+    report.python_cold = median(colds)
+
+
+def run_info(plan: Plan, report: Report, binary: str, target_sites) -> None:
+    if report.libpython is None:
+        found = sites.find_python311()
+        report.libpython = found[1] if found else None
+    if report.libpython:
+        report.info["lib function"] = info.measure_lookup(
+            report.libpython, "function", "PyDict_SetItem", ["key", "value"], plan.warm, plan.cold)
+        report.info["lib line"] = info.measure_lookup(
+            report.libpython, "line", "Objects/dictobject.c:1875", ["key", "value"], plan.warm,
+            plan.cold)
+    report.info["small function"] = info.measure_lookup(binary, "function", "hot",
+                                                        ["a", "b", "total"], plan.warm, 0)
+    report.python_start = info.measure_python_start(plan.warm)
+    report.dry_run = info.measure_dry_run(binary, GsCgen.script(target_sites["nop"], "hit"),
+                                          plan.warm)
+
+
+def run_events(ctx: Context, plan: Plan, report: Report, binary: str, target_sites) -> None:
+    site = target_sites["tick"]
+    watch = CodeWatch(binary, "tick")
+    runs = [(t.name, t, kind) for t, kind in ((GsCgen(), "print"), (GsCgenJson(), "json"),
+                                              (GsCgen(), "bt"), (Bpftrace(), "print"),
+                                              (PerfProbe(), "print"))
+            if not t.available()]
+    runs = [(name + (" bt" if kind == "bt" else ""), t, kind) for name, t, kind in runs]
+    report.events = events.measure(ctx, binary, plan.n_flood, site, watch, runs, plan.event_rounds)
+    report.events_n = plan.n_flood
+    report.event_sizes = events.event_sizes(binary, site)
+
+
+def run_growth(plan: Plan, report: Report) -> None:
+    report.growth_external = growth.external_curve(plan.quick)
+    if report.growth_external is None and report.libpython:
+        report.growth = growth.measure(report.libpython, plan.probe_counts)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer rounds, shorter loops (< 2 min)")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma-separated sections: {', '.join(SECTIONS)}")
+    ap.add_argument("--no-pin", action="store_true", help="do not pin workloads and tracers")
+    args = ap.parse_args()
+    sections = set(args.only.split(","))
+    if os.geteuid() != 0:
+        print("make bench attaches uprobes: run it as root", file=sys.stderr)
+        return 1
+    if not os.path.exists(GS):
+        print(f"{GS} is missing: run scripts/setup.sh", file=sys.stderr)
+        return 1
+    plan = Plan(args.quick)
+    cpus = sorted(os.sched_getaffinity(0))
+    pinned = not args.no_pin and len(cpus) >= 2
+    workdir = tempfile.mkdtemp(prefix="gsbench-")
+    ctx = Context(workdir, {cpus[-1]} if pinned else None, set(cpus[:-1]) if pinned else None)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))      # no core files from crashing peers
+    load_start = os.getloadavg()
+    report = Report(quick=plan.quick)
+    try:
+        perf_probe_cleanup()
+        binary = sites.build_target(workdir)
+        target_sites = sites.target_sites(binary)
+        if "hit" in sections:
+            run_hit(ctx, plan, report, binary, target_sites)
+        if "python" in sections:
+            run_python(ctx, plan, report)
+        if "info" in sections:
+            run_info(plan, report, binary, target_sites)
+        if "events" in sections:
+            run_events(ctx, plan, report, binary, target_sites)
+        if "growth" in sections:
+            run_growth(plan, report)
+    finally:
+        perf_probe_cleanup()
+        left = leftover_uprobes()
+        if left:
+            note(f"uprobes left in tracefs at the end: {left}")
+        shutil.rmtree(workdir, ignore_errors=True)
+    load_end = os.getloadavg()
+    print(f"machine: Linux {os.uname().release}, {os.cpu_count()} CPUs"
+          f"{f'; workloads on CPU {cpus[-1]}, tracers on {cpus[:-1]}' if pinned else ', unpinned'}; "
+          f"load average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; "
+          f"{time.monotonic() - START:.0f} s{' (--quick)' if plan.quick else ''}")
+    print(f"gs-cgen: {gs_revision()}; peers: {versions()}")
+    print()
+    print(report.render())
+    report.cleanup_line(NOTES)
+    if NOTES:
+        print("\nnotes:")
+        for text in NOTES:
+            print(f"- {text}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""`bt`: what the probe copies for the unwinder, and how much.
+
+The default stack window, 16 KiB, is what a deep interpreter stack needs
+with room to spare: in python3.11, PyDict_SetItem called from a script's
+loop is 1.3 KiB below the top of the stack (`_start`); each C-level
+re-entry of the interpreter (a Python __init__, __setitem__ or key
+function called from C) adds about 0.5 KiB (_PyEval_EvalFrameDefault's
+336-byte frame and the call helpers around it), so 16 KiB holds some 30
+of those. It fits the 32 KiB perf-buffer event with room for other
+values; --backtrace-stack changes it (up to the event limit, plan/limits.py).
+"""
+from __future__ import annotations
+
+from gs_cgen.abi import abi
+from gs_cgen.plan.model import BacktraceCapture, BacktraceShow
+from gs_cgen.script import ast
+
+DEFAULT_BACKTRACE_DEPTH = 64        # CONTRACT.md --backtrace-depth
+MAX_BACKTRACE_DEPTH = 128
+DEFAULT_BACKTRACE_STACK = 16 * 1024
+
+_SHOW = {ast.BacktraceMode.DEFAULT: BacktraceShow.FRAMES, ast.BacktraceMode.RAW: BacktraceShow.RAW,
+         ast.BacktraceMode.NOINLINE: BacktraceShow.NOINLINE,
+         ast.BacktraceMode.FULL: BacktraceShow.FULL}
+
+
+def backtrace_capture(stmt: ast.Backtrace, depth: int, stack_bytes: int,
+                      frame_die: int | None) -> BacktraceCapture:
+    chunk = abi().constants["GS_BT_CHUNK"]
+    # The probe copies whole chunks (and the tail of the last page).
+    window = max(chunk, stack_bytes // chunk * chunk)
+    return BacktraceCapture(depth, window, _SHOW[stmt.mode], frame_die)
+
+
+def backtrace_data_size(capture: BacktraceCapture) -> int:
+    return abi().structs["gs_backtrace_regs"].size + capture.stack_bytes

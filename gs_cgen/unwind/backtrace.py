@@ -1,0 +1,152 @@
+"""A copied stack -> the frames gdb's `bt` shows: unwind (walk.py), then
+name each machine frame with its module's line table and inline chain.
+
+gdb ends a backtrace at `main` (`set backtrace past-main off`) and at the
+entry point, whose CFI leaves the return address undefined; a walk that
+reaches either is complete. Modules come from `modules(address)`, which
+the runtime answers from the process's maps (runtime/backtrace.py)."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gs_cgen.errors import GsError
+from gs_cgen.unwind.model import PhysicalFrame, Registers, StackCopy, StopReason
+from gs_cgen.unwind.walk import unwind
+
+
+@dataclass(frozen=True)
+class ModuleAt:
+    """The module mapped at an address: `bias` = run-time address - vaddr."""
+
+    module: object                  # dwarf.ModuleDebugInfo
+    name: str                       # as /proc/PID/maps names it (basename)
+    bias: int
+
+
+ModuleLookup = Callable[[int], "ModuleAt | None"]
+
+
+@dataclass(frozen=True)
+class BacktraceFrame:
+    address: int                    # run-time PC of the machine frame
+    function: str | None
+    file: str | None
+    line: int | None
+    module: str | None
+    module_address: int | None      # the PC as a module virtual address
+    inlined: bool = False
+    signal_trampoline: bool = False
+    physical: PhysicalFrame | None = None
+    die_offset: int | None = None
+    module_at: ModuleAt | None = None
+    parameters: tuple = ()          # bt full: parameters.py ParameterValue
+
+
+@dataclass(frozen=True)
+class Backtrace:
+    frames: tuple[BacktraceFrame, ...]
+    status: str                     # CONTRACT.md's <status>
+
+
+def build_backtrace(registers: Registers, stack: StackCopy, modules: ModuleLookup, depth: int,
+                    include_inlined: bool = True, frame_die: int | None = None) -> Backtrace:
+    """At most `depth` frames (as shown: inlined frames count unless left
+    out); `frame_die` is the probe's frame (plan/model.py ProbeSite)."""
+    def row_at(address: int):
+        found = modules(address)
+        return _row(found, address) if found is not None else None
+
+    result = unwind(registers, stack, row_at, depth)
+    frames: list[BacktraceFrame] = []
+    for index, physical in enumerate(result.frames):
+        named = _frames_of(physical, modules(physical.lookup_pc), index == 0, frame_die)
+        if not include_inlined:
+            named = [f for f in named if not f.inlined]
+        frames.extend(named)
+        last = index + 1 == len(result.frames)
+        if _is_main(named):
+            last, result = True, dataclasses.replace(result, stop=StopReason.COMPLETE)
+        if len(frames) > depth or (len(frames) == depth and not last):
+            return Backtrace(tuple(frames[:depth]), StopReason.DEPTH_LIMIT.value)
+        if last:
+            break
+    return Backtrace(tuple(frames), _status(result.stop, result.stop_address))
+
+
+def _status(stop: StopReason, address: int | None) -> str:
+    if stop is StopReason.NO_UNWIND_INFO:
+        return f"no unwind info for 0x{address:x}"
+    return stop.value
+
+
+def _row(found: ModuleAt, address: int):
+    try:
+        return found.module.unwind_row_at(address - found.bias)
+    except GsError:
+        return None
+
+
+def _is_main(frames: list[BacktraceFrame]) -> bool:
+    return bool(frames) and frames[-1].function == "main" and not frames[-1].inlined
+
+
+def _frames_of(physical: PhysicalFrame, found: ModuleAt | None, innermost: bool,
+               frame_die: int | None) -> list[BacktraceFrame]:
+    if physical.signal_trampoline:
+        return [BacktraceFrame(physical.pc, None, None, None, found.name if found else None,
+                               physical.pc - found.bias if found else None,
+                               signal_trampoline=True, physical=physical, module_at=found)]
+    if found is None:
+        return [BacktraceFrame(physical.pc, None, None, None, None, None, physical=physical)]
+    try:
+        source = found.module.source_frames_at(physical.lookup_pc - found.bias,
+                                               frame_die if innermost else None,
+                                               skip_at_entry=innermost)
+    except GsError:
+        source = []
+    vaddr = physical.pc - found.bias
+    if not source:
+        return [BacktraceFrame(physical.pc, None, None, None, found.name, vaddr,
+                               physical=physical, module_at=found)]
+    return [BacktraceFrame(physical.pc, s.function, s.file, s.line, found.name, vaddr, s.inlined,
+                           physical=physical, die_offset=s.die_offset, module_at=found)
+            for s in source]
+
+
+def mapping_bias(module, start: int, file_offset: int) -> int | None:
+    """run-time address - module vaddr for a mapping of `module`'s file at
+    `start` from `file_offset` (the PT_LOAD segment holding that offset)."""
+    for segment in module.segments:
+        if segment.offset <= file_offset < segment.offset + max(segment.filesz, 1):
+            return start - (file_offset - segment.offset + segment.vaddr)
+    return None
+
+
+class CachedRows:
+    """A module whose CFI rows are remembered per address (a loop's events
+    unwind through the same return addresses again and again)."""
+
+    def __init__(self, module) -> None:
+        self._module = module
+        self._rows: dict[int, object] = {}
+        self._sources: dict[tuple, list] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._module, name)
+
+    def unwind_row_at(self, vaddr: int):
+        if vaddr not in self._rows:
+            self._rows[vaddr] = self._module.unwind_row_at(vaddr)
+        return self._rows[vaddr]
+
+    def frame_variables_at(self, vaddr: int, frame_die: int):
+        return self._module.frame_variables_at(vaddr, frame_die)
+
+    def source_frames_at(self, vaddr: int, frame_die: int | None = None,
+                         skip_at_entry: bool = False):
+        key = (vaddr, frame_die, skip_at_entry)
+        if key not in self._sources:
+            self._sources[key] = self._module.source_frames_at(vaddr, frame_die, skip_at_entry)
+        return self._sources[key]

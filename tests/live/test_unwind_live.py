@@ -1,0 +1,170 @@
+"""`bt` in -O2 -fomit-frame-pointer code equals gdb's `bt` at the same
+breakpoint (tests/fixtures/unwind): function, file and line of every frame,
+through a shared library called via the PLT, two inlined levels, a
+recursion and a signal handler frame; and python3.11 from PyDict_SetItem
+out to _start. gdb runs the same binary in batch mode as the oracle."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from tests.gdb_backtrace import parse_bt
+from tests.live.conftest import FIXTURES, RunningTarget, gs_cgen, require
+from tests.live.test_libpython_live import _python311
+
+FLAGS = ["-O2", "-g", "-fomit-frame-pointer"]
+FRAME = re.compile(r"  #(\d+) (?:(<signal handler called>)|(\S+)(?: at (\S+):(\d+))?) "
+                   r"\[([^\]+]+)\+0x([0-9a-f]+)\]( \(inlined\))?")
+
+
+@pytest.fixture(scope="module")
+def chain(build_dir):
+    out = build_dir / "unwind"
+    out.mkdir(exist_ok=True)
+    subprocess.run(["gcc", *FLAGS, "-fPIC", "-shared", "-o", str(out / "libchain.so"),
+                    str(FIXTURES / "unwind" / "chain_lib.c")], check=True)
+    subprocess.run(["gcc", *FLAGS, "-o", str(out / "chain_main"),
+                    str(FIXTURES / "unwind" / "chain_main.c"), "-L", str(out), "-lchain",
+                    "-Wl,-rpath,$ORIGIN"], check=True)
+    return out / "chain_main"
+
+
+def gdb_bts(argv: list[str], breakpoint: str, count: int) -> list[str]:
+    """gdb's `bt` at the first `count` stops at `breakpoint`."""
+    args = ["gdb", "-nx", "-batch", "-ex", "set pagination off",
+            "-ex", "set breakpoint pending on", "-ex", "handle SIGSEGV nostop noprint pass",
+            "-ex", f"break {breakpoint}", "-ex", "run"]
+    for _ in range(count):
+        args += ["-ex", "echo ==bt==\\n", "-ex", "bt", "-ex", "continue"]
+    out = subprocess.run(args + ["--args", *argv], capture_output=True, text=True,
+                         timeout=180).stdout
+    return out.split("==bt==\n")[1:]
+
+
+def shown_frames(lines: list[str]) -> list[tuple]:
+    """gs-cgen's frame lines as (function, file basename, line)."""
+    frames = []
+    for line in lines:
+        match = FRAME.fullmatch(line)
+        assert match, line
+        _, signal, function, file, number, *_ = match.groups()
+        if signal:
+            frames.append((signal, None, None))
+        else:
+            frames.append((function, os.path.basename(file) if file else None,
+                           int(number) if number else None))
+    return frames
+
+
+def backtraces(stdout: str) -> list[tuple[str, list[str]]]:
+    """(header, frame lines) of each `bt` in the output."""
+    found, lines = [], stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("backtrace: "):
+            count = int(re.fullmatch(r"backtrace: .*, (\d+) frames", line).group(1))
+            found.append((line, lines[i + 1:i + 1 + count]))
+    return found
+
+
+def test_backtraces_equal_gdbs(chain):
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    result = gs_cgen("trace", "-s", "trace chain_leaf { print path; bt; }", "--output", "plain",
+                     "--", str(chain), "once")
+    assert result.returncode == 0, result.stderr
+    ours = backtraces(result.stdout)
+    oracle = gdb_bts([str(chain), "once"], "chain_leaf", 3)
+    assert len(ours) == len(oracle) == 3
+    for (header, lines), gdb_text in zip(ours, oracle):
+        expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_text)]
+        assert header == f"backtrace: complete, {len(expected)} frames"
+        assert shown_frames(lines) == expected
+    # the three paths: the 6-deep chain with two inlined levels, the
+    # recursion, the signal handler frame
+    chain_lines, recursion, signal = (lines for _, lines in ours)
+    assert [line.endswith("(inlined)") for line in chain_lines].count(True) == 3
+    assert sum("chain_recurse" in line for line in recursion) == 3
+    assert any("<signal handler called> [libc.so.6+0x" in line for line in signal)
+
+
+def test_depth_limit_raw_and_noinline(chain):
+    script = "trace chain_leaf { if path == 1 { bt; bt raw; bt noinline; } }"
+    result = gs_cgen("trace", "-s", script, "--output", "plain", "--backtrace-depth", "4",
+                     "--", str(chain), "once")
+    assert result.returncode == 0, result.stderr
+    (full, frames), (raw, addresses), (physical, named) = backtraces(result.stdout)
+    assert full == "backtrace: depth limit, 4 frames"
+    assert [f[0] for f in shown_frames(frames)] == ["chain_leaf", "inner_step", "outer_step",
+                                                   "chain_mid"]
+    # raw: the machine frames' PCs (an inlined frame has its machine frame's)
+    assert raw == "backtrace: depth limit, 4 frames"
+    assert all(re.fullmatch(r"  #\d 0x[0-9a-f]+", line) for line in addresses)
+    assert physical == "backtrace: depth limit, 4 frames"
+    assert [f[0] for f in shown_frames(named)] == ["chain_leaf", "chain_mid", "chain_enter",
+                                                  "app_second"]
+
+
+def test_python311_dict_setitem_to_start():
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    found = _python311()
+    require(None if found else "no python3.11 with a shared libpython3.11.so.1.0")
+    interpreter, _ = found
+    target = RunningTarget([interpreter, str(FIXTURES / "dict_inserts.py")])
+    try:
+        result = gs_cgen("trace", "-p", str(target.pid), "-s", "trace PyDict_SetItem { bt; }",
+                         "--max-events", "1", "--output", "plain")
+        assert result.returncode == 0, result.stderr
+        gdb_out = subprocess.run(
+            ["gdb", "-nx", "-batch", "-ex", "set pagination off", "-ex", "break PyDict_SetItem",
+             "-ex", "continue", "-ex", "echo ==bt==\\n", "-ex", "bt", "-p", str(target.pid)],
+            capture_output=True, text=True, timeout=180).stdout
+    finally:
+        target.stop()
+    (header, lines), = backtraces(result.stdout)
+    expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_out.split("==bt==\n")[1])]
+    assert header == f"backtrace: complete, {len(expected)} frames"
+    assert shown_frames(lines) == expected
+    assert expected[1][0] == "_PyEval_EvalFrameDefault" and expected[-1][0] == "_start"
+
+
+def gdb_arguments(gdb_text: str) -> list[dict[str, str]]:
+    """Each frame's `name=value` arguments as gdb's bt prints them (an
+    entry value `p=p@entry=1` is the value 1)."""
+    found = []
+    for line in gdb_text.splitlines():
+        if line.startswith("#"):
+            inside = re.search(r" \((.*)\) (?:at|from) ", line)
+            pairs = re.findall(r"(\w+)=(?:\w+@entry=)?([^,]+)", inside.group(1) if inside else "")
+            found.append(dict(pairs))
+    return found
+
+
+def test_bt_full_values_are_gdbs(chain):
+    result = gs_cgen("trace", "-s", "trace chain_leaf { bt full; }", "--output", "plain",
+                     "--", str(chain), "once")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    oracle = gdb_bts([str(chain), "once"], "chain_leaf", 3)
+    starts = [i for i, line in enumerate(lines) if line.startswith("backtrace: ")]
+    recovered = 0
+    for start, gdb_text in zip(starts, oracle):
+        expected = gdb_arguments(gdb_text)
+        frame = -1
+        for line in lines[start + 1:]:
+            if line.startswith("backtrace: "):
+                break
+            if line.startswith("  #"):
+                frame += 1
+                continue
+            for name, value in re.findall(r"(\w+) = ([^,]+)", line.strip()):
+                if value == "<OPTIMIZED_OUT>" or not re.fullmatch(r"-?\d+", value):
+                    continue        # pointers differ between the two processes
+                assert expected[frame][name] == value, (frame, name, line, gdb_text)
+                recovered += 1
+    # chain_leaf's path/depth in all three, chain_recurse's n in three
+    # callers (callee-saved registers restored by CFI), run_paths's i
+    assert recovered >= 12

@@ -1,0 +1,173 @@
+"""What start-up speed rests on gives the answers it replaced: ELF headers
+decoded from raw bytes equal pyelftools' (and readelf's), the symbol rows
+and inlined copies cached by build-id equal those decoded afresh, and a
+cache entry of another table or another name is never used."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from gs_cgen.dwarf import cache as cache_mod
+from gs_cgen.dwarf.elf import ElfImage, _pyelftools_headers
+from gs_cgen.dwarf.module import ModuleDebugInfo
+from gs_cgen.dwarf.sites import inlined_cache_key, inlined_instances
+
+from ..conftest import process_libc, readelf
+
+INLINED = Path(__file__).resolve().parents[2] / "fixtures" / "inlined.c"
+
+
+@pytest.fixture
+def cache_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("GS_CGEN_NO_CACHE", raising=False)
+    monkeypatch.setattr(cache_mod, "MIN_DEBUG_INFO", 0)      # the fixtures are small
+    monkeypatch.setattr(cache_mod, "MIN_SYMBOL_TABLE", 0)
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def inlined_bin(tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("inlined") / "inlined"
+    subprocess.run(["gcc", "-g", "-O2", "-fPIE", "-pie", "-o", str(out), str(INLINED)], check=True)
+    return str(out)
+
+
+def _headers(image: ElfImage):
+    return (image.is_pie, image.machine, image.elfclass, image.segments, image.tls_segment,
+            image.dynamic_vaddr, image.sections)
+
+
+@pytest.mark.parametrize("which", ["inlined", "libc", "symbols_lib"])
+def test_raw_headers_equal_pyelftools(which, inlined_bin, symbols_lib):
+    path = {"inlined": inlined_bin, "libc": process_libc(), "symbols_lib": symbols_lib}[which]
+    raw = ElfImage(path)
+    with open(path, "rb") as f:
+        e_type, machine, elfclass, programs, sections = _pyelftools_headers(ELFFile(f))
+    assert sections == raw.sections
+    assert (e_type == 3, elfclass) == (raw.is_pie, raw.elfclass) and raw.machine == "EM_X86_64"
+    # readelf as a second oracle: every section name and address.
+    listed = []
+    for index, rest in re.findall(r"^\s*\[\s*(\d+)\]\s+(.*)$", readelf("-S", path), re.M):
+        if index != "0":                              # the null section has no name
+            name, _type, address = rest.split()[:3]
+            listed.append((name, int(address, 16)))
+    assert [(s.name, s.address) for s in raw.sections[1:]] == listed
+
+
+def test_what_is_no_elf_file_is_said_so(tmp_path):
+    for content in (b"", b"#!/bin/sh\necho hi\n", b"\x7fELF\x02\x01\x01" + b"\0" * 9):
+        path = tmp_path / "not-elf"
+        path.write_bytes(content)
+        with pytest.raises(Exception, match="is not an ELF file"):
+            ElfImage(str(path))
+
+
+def _symbol_view(image: ElfImage):
+    table = image.symbols
+    return {name: [(s.address, s.size, s.kind, s.local, s.version, s.hidden, s.ifunc)
+                   for s in table.by_name[name]] for name in table.by_name}
+
+
+def test_cached_symbol_rows_equal_decoded_ones(cache_home, monkeypatch, symbols_lib):
+    monkeypatch.setenv("GS_CGEN_NO_CACHE", "1")
+    fresh = _symbol_view(ElfImage(symbols_lib))
+    monkeypatch.delenv("GS_CGEN_NO_CACHE")
+    monkeypatch.setattr(cache_mod, "MIN_DEBUG_INFO", 0)
+    first = _symbol_view(ElfImage(symbols_lib))            # decodes, stores
+    assert list(cache_home.glob("gs-cgen/*/v*-symbols-symtab.marshal"))
+    second = _symbol_view(ElfImage(symbols_lib))           # loads
+    assert fresh == first == second and fresh
+
+
+def test_a_stripped_file_does_not_use_the_symtab_rows_of_its_build_id(cache_home, symbols_lib,
+                                                                       tmp_path):
+    # Same build-id, only .dynsym: its rows are cached apart, so neither
+    # file sees the other's table.
+    stripped = tmp_path / "stripped.so"
+    subprocess.run(["strip", "--strip-all", "-o", str(stripped), symbols_lib], check=True)
+    full = ElfImage(symbols_lib)
+    full_names = set(full.symbols.by_name)
+    only_dynamic = set(ElfImage(str(stripped)).symbols.by_name)
+    assert only_dynamic < full_names
+    assert set(ElfImage(str(stripped)).symbols.by_name) == only_dynamic
+    assert set(ElfImage(symbols_lib).symbols.by_name) == full_names
+
+
+def test_cached_inlined_copies_equal_searched_ones(cache_home, inlined_bin):
+    def found(module):
+        return [die.offset for die in inlined_instances(module._dwarf, "scale")]
+
+    module = ModuleDebugInfo(inlined_bin)
+    searched = found(module)
+    assert len(searched) == 2
+    assert len(list(cache_home.glob("gs-cgen/*/v*-inlined-*.marshal"))) == 1
+    again = ModuleDebugInfo(inlined_bin)
+    assert found(again) == searched
+    assert [die.offset for die in inlined_instances(again._dwarf, "main")] == []
+
+
+def test_an_inlined_entry_of_another_name_is_not_used(cache_home, inlined_bin):
+    module = ModuleDebugInfo(inlined_bin)
+    offsets = [die.offset for die in inlined_instances(module._dwarf, "scale")]
+    # main's entry claims scale's copies (a digest collision, a bad
+    # write): main must be searched for, not given scale's copies.
+    module._dwarf.store(inlined_cache_key("main"), ("scale", offsets))
+    fresh = ModuleDebugInfo(inlined_bin)
+    assert [die.offset for die in inlined_instances(fresh._dwarf, "main")] == []
+    assert [die.offset for die in inlined_instances(fresh._dwarf, "scale")] == offsets
+
+
+def test_raw_dynamic_info_equals_pyelftools(inlined_bin, symbols_lib):
+    """PT_INTERP and the loader's DT_* entries, decoded from the raw bytes,
+    on executables and libraries of this machine."""
+    import glob
+    import os
+    import sys
+
+    from gs_cgen.dwarf import dynamic
+
+    libraries = sorted(glob.glob("/usr/lib/x86_64-linux-gnu/lib*.so*"))[:60]
+    paths = [inlined_bin, symbols_lib, process_libc(), os.path.realpath(sys.executable),
+             *libraries]
+    compared = 0
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                expected = dynamic._dynamic_info(ELFFile(f))
+        except Exception:          # noqa: BLE001 - not an ELF file: nothing to compare
+            continue
+        assert dynamic.read_dynamic(path) == expected, path
+        compared += 1
+    assert compared >= 4
+
+
+def test_lazy_dwarf_sections_read_what_pyelftools_reads(inlined_bin):
+    """The lazily read DWARFInfo decodes every CU, DIE and line row as
+    pyelftools' own get_dwarf_info does; a section nobody asks for is
+    never read."""
+    image = ElfImage(inlined_bin)
+    lazy = image.dwarf_info()
+    with open(inlined_bin, "rb") as f:
+        reference = ELFFile(f).get_dwarf_info(relocate_dwarf_sections=False)
+
+        def dies(info):
+            return [(die.offset, die.tag, sorted((k, a.value) for k, a in die.attributes.items()))
+                    for cu in info.iter_CUs() for die in cu.iter_DIEs()]
+
+        assert not _was_read(lazy.debug_line_sec)
+        assert dies(lazy) == dies(reference) and dies(lazy)
+        assert not _was_read(lazy.debug_line_sec)      # DIEs need no line program
+        rows = [[e.state and (e.state.address, e.state.line) for e in
+                 info.line_program_for_CU(cu).get_entries()]
+                for info in (lazy, reference) for cu in info.iter_CUs()]
+        assert rows[:len(rows) // 2] == rows[len(rows) // 2:]
+        assert _was_read(lazy.debug_line_sec)
+
+
+def _was_read(descriptor) -> bool:
+    return tuple.__getitem__(descriptor, 0)._stream is not None
