@@ -228,10 +228,7 @@ int gs_probe_0(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     gs_fill_header(hdr, 0, GS_EVENT_TRACE, 160);
     *(__u64 *)(ev + 40) = 0x7ULL;
-    struct proc_module_offsets_value gs_own = {};
-    __u64 gs_bias = gs_reg_ip - 0x1145ULL;
-    gs_own.text = gs_bias; gs_own.rodata = gs_bias; gs_own.data = gs_bias; gs_own.bss = gs_bias;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = &gs_own;
+    volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
     {
         /* value 0: fd */
         gs_read_user(ev, 48, 64, 4, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))));
@@ -250,8 +247,7 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 2: g_count */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4010ULL; goto gs_fail_2; }
-        gs_read_user(ev, 96, 112, 4, (0x4010ULL + gs_offsets_10f5dab2c49d9be6->data));
+        gs_read_user(ev, 96, 112, 4, (0x4010ULL + gs_bias));
         goto gs_done_2;
     gs_fail_2:;
         gs_fail_value(ev, 96, gs_st, gs_fa);
@@ -285,14 +281,10 @@ int gs_probe_1(struct pt_regs *ctx)
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     gs_fill_header(hdr, 1, GS_EVENT_TRACE, 120);
     *(__u64 *)(ev + 40) = 0x3ULL;
-    struct proc_module_offsets_value gs_own = {};
-    __u64 gs_bias = gs_reg_ip - 0x1150ULL;
-    gs_own.text = gs_bias; gs_own.rodata = gs_bias; gs_own.data = gs_bias; gs_own.bss = gs_bias;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = &gs_own;
+    volatile __u64 gs_bias = gs_reg_ip - 0x1150ULL;
     {
         /* value 0: g_color */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4014ULL; goto gs_fail_0; }
-        gs_read_user(ev, 48, 64, 4, (0x4014ULL + gs_offsets_10f5dab2c49d9be6->data));
+        gs_read_user(ev, 48, 64, 4, (0x4014ULL + gs_bias));
         goto gs_done_0;
     gs_fail_0:;
         gs_fail_value(ev, 48, gs_st, gs_fa);

@@ -226,10 +226,7 @@ int gs_probe_0(struct pt_regs *ctx)
     __u64 gs_ea0 = 0;
     __u8 gs_es2 = 0;
     __u64 gs_ea2 = 0;
-    struct proc_module_offsets_value gs_own = {};
-    __u64 gs_bias = gs_reg_ip - 0x1145ULL;
-    gs_own.text = gs_bias; gs_own.rodata = gs_bias; gs_own.data = gs_bias; gs_own.bss = gs_bias;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = &gs_own;
+    volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
     /* decide: evaluate the conditions, note the lines to render */
     {
         /* if fd > 3 && size / fd != 0 */
@@ -267,8 +264,7 @@ int gs_probe_0(struct pt_regs *ctx)
                 int gs_cf2 = 0;
                 {
                     __u64 gs_l5 = 0;
-                    if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4010ULL; goto gs_fail_2; }
-                    if (gs_load(&gs_ld, (0x4010ULL + gs_offsets_10f5dab2c49d9be6->data), 4, 1, &gs_st, &gs_fa))
+                    if (gs_load(&gs_ld, (0x4010ULL + gs_bias), 4, 1, &gs_st, &gs_fa))
                         goto gs_fail_2;
                     __u64 gs_t6 = gs_ld;
                     gs_l5 = (((__u64)((((__u64)((gs_t6) == (0xffffffffffffffffULL)))) != (0x0ULL)))) != 0;

@@ -227,10 +227,7 @@ int gs_probe_0(struct pt_regs *ctx)
     if (!ev)
         return 0;
     __u8 *work = ev + 1216;
-    struct proc_module_offsets_value gs_own = {};
-    __u64 gs_bias = gs_reg_ip - 0x1145ULL;
-    gs_own.text = gs_bias; gs_own.rodata = gs_bias; gs_own.data = gs_bias; gs_own.bss = gs_bias;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = &gs_own;
+    volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
     /* decide: evaluate the conditions, note the lines to render */
     gs_lines0 |= 0x1ULL;
     gs_lines0 |= 0x2ULL;
@@ -239,8 +236,7 @@ int gs_probe_0(struct pt_regs *ctx)
         __u64 gs_c4 = 0;
         int gs_cf4 = 0;
         {
-            if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_4; }
-            if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+            if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
                 goto gs_fail_4;
             __u64 gs_t2 = gs_ld;
             __u64 gs_p3 = gs_t2;
@@ -283,8 +279,7 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 0: g_name */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_0; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_0;
         __u64 gs_t5 = gs_ld;
         gs_read_str(ev, 48, 64, 258, gs_t5);
@@ -295,8 +290,7 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 1: g_name */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_1; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_1;
         __u64 gs_t6 = gs_ld;
         gs_read_str(ev, 328, 344, 258, gs_t6);
@@ -307,8 +301,7 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 2: g_name */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_2; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_2;
         __u64 gs_t7 = gs_ld;
         __u64 gs_p8 = gs_t7;
@@ -324,8 +317,7 @@ int gs_probe_0(struct pt_regs *ctx)
         if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
             goto gs_fail_3;
         __u64 gs_t9 = gs_ld;
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_3; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_3;
         __u64 gs_t10 = gs_ld;
         __u64 gs_p11 = gs_t10;
@@ -338,8 +330,7 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 5: starts_with(g_name, "GE") */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_5; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_5;
         __u64 gs_t13 = gs_ld;
         __u64 gs_p14 = gs_t13;
@@ -362,8 +353,7 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 6: memcmp(g_name, hex("47 45")) */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_6; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_6;
         __u64 gs_t17 = gs_ld;
         __u64 gs_p18 = gs_t17;

@@ -28,7 +28,7 @@ def test_a_register_condition_returns_before_anything_is_built():
 
 def test_a_condition_on_the_probes_own_global_needs_no_pid():
     decide = decide_part(probe_text("trace handle { if g_count == 3 { print fd; } }"))
-    assert "gs_bias = gs_reg_ip - 0x1145ULL;" in decide
+    assert "volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;" in decide
     assert not any(call in decide for call in _BUILDING)
 
 
