@@ -146,7 +146,10 @@ def _print_sites(compiled: Compiled) -> None:
     for probe in compiled.plan.probes:
         site = probe.site
         where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
+        handling = f", {site.handling}" if site.handling else ""
         print(f"probe {site.probe_id}: {site.pattern_text} -> {site.function_text} at {where} "
-              f"[{site.module_path} 0x{site.address:x}, file offset 0x{site.file_offset:x}] "
-              f"({len(probe.slots)} value(s), {probe.event_size}-byte event) verified")
+              f"[{site.module_path} 0x{site.address:x}, file offset 0x{site.file_offset:x}"
+              f"{handling}] ({len(probe.slots)} value(s), {probe.event_size}-byte event) verified")
+        if site.placement_note:
+            print(f"  placed {site.placement_note}")
     sys.stdout.flush()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable, LineSite,
                                  LoadSegment, TlsSegment, VisibleVariable)
+from gs_cgen.dwarf.uprobe_insn import uprobe_handling, writes_only_stack
 from gs_cgen.errors import DebugInfoError, nearest
 
 INT = None  # filled below to avoid import cycles in type hints
@@ -49,10 +50,20 @@ class FakeModule:
     local_functions: set[str] = field(default_factory=set)     # static: not exported
     ifuncs: dict[str, object] = field(default_factory=dict)    # name -> IfuncSymbol
     imports: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # Machine code at some addresses (placement); elsewhere an instruction
+    # the kernel single-steps (mov %rsp,%rbp).
+    code: dict[int, bytes] = field(default_factory=dict)
 
     @property
     def open_path(self) -> str:
         return self.path
+
+    def uprobe_handling(self, vaddr: int):
+        return uprobe_handling(self.code.get(vaddr, bytes.fromhex("4889e5")))
+
+    def writes_only_stack(self, low: int, high: int) -> bool:
+        code = b"".join(self.code.get(a, b"") for a in sorted(self.code) if low <= a < high)
+        return bool(code) and writes_only_stack(code, low)
 
     def require_debug_info(self) -> None:
         if not self.has_debug_info:

@@ -14,6 +14,7 @@ import struct
 from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.callsites import calls_to
 from gs_cgen.dwarf.code import check_instruction_boundary
+from gs_cgen.dwarf.uprobe_insn import UprobeHandling, uprobe_handling, writes_only_stack
 from gs_cgen.cppnames import normalize
 from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_name,
                                       inlined_cpp_instances)
@@ -656,6 +657,16 @@ class ModuleDebugInfo:
         """Cheap pre-check (symbol tables only) before find_functions."""
         return bool(self._symbols_named(name, SymbolKind.FUNC)) or \
             bool(cpp_symbols(self._elf.symbols, name, SymbolKind.FUNC))
+
+    def uprobe_handling(self, vaddr: int) -> UprobeHandling:
+        """Whether a uprobe at instruction `vaddr` is emulated or
+        single-stepped by the kernel (dwarf/uprobe_insn.py)."""
+        return uprobe_handling(self._elf.read(vaddr, 15))
+
+    def writes_only_stack(self, low: int, high: int) -> bool:
+        """The instructions in [low, high) write only their stack frame and
+        call nothing (a prologue that keeps every global as it was)."""
+        return writes_only_stack(self._elf.read(low, high - low), low)
 
     def check_code_address(self, vaddr: int) -> str:
         """The function containing instruction `vaddr`; DebugInfoError when it

@@ -7,12 +7,8 @@ from string import Template
 
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
-from gs_cgen.emit.scalar import emit_scalar
-from gs_cgen.emit.writer import CWriter
-from gs_cgen.plan import ir
-from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, DumpCapture, KnownBytesCapture, EventTransport, IfStep,
-                                MemoryCapture, NoCapture, Plan, PrintStep, ProbePlan,
-                                ScalarCapture, Step, StringCapture, ValueSlot)
+from gs_cgen.emit.probe import emit_probe
+from gs_cgen.plan.model import EventTransport, Plan
 
 _HERE = Path(__file__).resolve().parent
 _ASSERTED_STRUCTS = ("gs_event_hdr", "proc_module_key", "proc_module_offsets_value",
@@ -41,10 +37,10 @@ _TLS_SECTION = """
 BPF_HASH(${tls}, struct proc_module_key, struct proc_module_tls_value, GS_MAX_TRACKED_MODULES);
 
 static __always_inline struct proc_module_tls_value *
-gs_module_tls(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+gs_module_tls(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
 {
     struct proc_module_key key = {};
-    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.pid = key_pid;
     key.module_cookie = cookie;
     struct proc_module_tls_value *tls = ${tls}.lookup(&key);
     if (!tls)
@@ -179,207 +175,3 @@ def _event_builder(transport: EventTransport, events: str, scratch: str) -> str:
                 f"#endif\n{in_scratch}")
     reserved = Template((_HERE / "events_reserved.c.in").read_text()).substitute(events=events)
     return f"{reserved}\n#if {c.SLEEPABLE_MACRO}{_RING_BY_DEFAULT}#else\n{in_scratch}#endif"
-
-
-def emit_probe(probe: ProbePlan) -> str:
-    """One BPF function: start the event, run the steps, submit."""
-    site = probe.site
-    w = CWriter()
-    functions = _event_functions(probe)
-    _begin_event(w, probe, functions.begin)
-    w.line("__u8 gs_st = 0;")
-    w.line("__u64 gs_fa = 0;")
-    # Every load goes through this one stack slot (scalar.py _load), so the
-    # number of loads a probe makes does not grow its 512-byte stack.
-    w.line("__u64 gs_ld = 0;")
-    for word in range(probe.bitmap_words):
-        w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = 0;")
-    # The verifier rejects ctx loads through a pointer clang has offset, so
-    # every register is copied to a local once, straight off ctx.
-    for register in _registers(probe):
-        w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
-    for cookie in _module_cookies(probe):
-        w.line(f"struct proc_module_offsets_value *{c.offsets_variable(cookie)} = "
-               f"gs_module_offsets(ctx, ev, {c.u64_literal(cookie)});")
-        if cookie == site.module_cookie:
-            _own_module_fallback(w, probe, cookie)
-    for cookie in _tls_cookies(probe):
-        w.line(f"struct proc_module_tls_value *{c.tls_variable(cookie)} = "
-               f"gs_module_tls(ctx, ev, {c.u64_literal(cookie)});")
-    for step in probe.steps:
-        _emit_step(w, probe, step)
-    if any(isinstance(step, IfStep) for step in probe.steps):
-        executed = " | ".join(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word})"
-                              for word in range(probe.bitmap_words))
-        w.line(f"if (!({executed}))")
-        w.line(f"    return {functions.drop}(ev);")
-    w.line(f"return {functions.submit}(ctx, ev, {probe.event_size});")
-    header = f"int {c.probe_function_name(site.probe_id)}(struct pt_regs *ctx)\n{{"
-    return "\n".join([header, w.text(), "}", ""])
-
-
-@dataclass(frozen=True)
-class _EventFunctions:
-    begin: str
-    submit: str
-    drop: str
-
-
-_BUILD_DEFAULT = _EventFunctions("gs_begin_event", "gs_submit", "gs_drop")
-_RING = _EventFunctions("gs_begin_ring_event", "gs_submit_ring", "gs_drop_ring")
-
-
-def _event_functions(probe: ProbePlan) -> _EventFunctions:
-    """An event and work area larger than the per-CPU scratch go into a
-    ring reservation in every build (plan/limits.py: only ring-buffer
-    plans have such events)."""
-    return _RING if _reserve(probe) > abi().constants["GS_SCRATCH_SIZE"] else _BUILD_DEFAULT
-
-
-def _reserve(probe: ProbePlan) -> int:
-    """Bytes the event needs: itself, then its work area when it has one
-    (the scratch has room for one after any event it holds)."""
-    if not _uses_work_area(probe):
-        return probe.event_size
-    return _align(probe.event_size, 8) + abi().constants["GS_WORK_SIZE"]
-
-
-def _begin_event(w: CWriter, probe: ProbePlan, begin: str) -> None:
-    """Start the event; the probe's work area follows it."""
-    uses_work = _uses_work_area(probe)
-    work_at = _align(probe.event_size, 8)
-    w.line(f"__u8 *ev = {begin}({probe.site.probe_id}, {probe.event_size}, {_reserve(probe)});")
-    w.line("if (!ev)")
-    w.line("    return 0;")
-    w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
-    if uses_work:
-        w.line(f"__u8 *work = ev + {work_at};")
-
-
-def _uses_work_area(probe: ProbePlan) -> bool:
-    """Comparisons read target bytes into a work area after the event."""
-    return any(isinstance(node, (ir.BytesEqual, ir.MemoryEqual))
-               for node in probe.scalar_nodes())
-
-
-def _align(value: int, alignment: int) -> int:
-    return (value + alignment - 1) // alignment * alignment
-
-
-def _own_module_fallback(w: CWriter, probe: ProbePlan, cookie: int) -> None:
-    """Before the tracer has read a new process's maps, the probe's own
-    module is still exactly locatable: the kernel sets regs->ip to the
-    probed instruction before running uprobe handlers, and all PT_LOADs of
-    a module share one load bias."""
-    offsets = c.offsets_variable(cookie)
-    w.line("struct proc_module_offsets_value gs_own = {};")
-    with w.block(f"if (!{offsets})"):
-        w.line(f"__u64 bias = ctx->ip - {c.u64_literal(probe.site.address)};")
-        w.line("gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;")
-        w.line(f"{offsets} = &gs_own;")
-
-
-def _module_cookies(probe: ProbePlan) -> list[int]:
-    return sorted({node.cookie for node in probe.scalar_nodes()
-                   if isinstance(node, ir.ModuleAddress)})
-
-
-def _tls_cookies(probe: ProbePlan) -> list[int]:
-    return sorted({node.cookie for node in probe.scalar_nodes()
-                   if isinstance(node, ir.ThreadLocalBase)})
-
-
-def _registers(probe: ProbePlan) -> list[str]:
-    return sorted({node.register for node in probe.scalar_nodes()
-                   if isinstance(node, ir.RegisterValue)})
-
-
-
-def _emit_step(w: CWriter, probe: ProbePlan, step: Step) -> None:
-    match step:
-        case PrintStep(bit=bit, slots=slots):
-            for index in slots:
-                emit_capture(w, probe.slots[index])
-            w.line(f"GS_MARK(ev, {probe.bitmap_offset}, {bit});")
-        case IfStep():
-            _emit_if(w, probe, step)
-
-
-def _emit_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
-    """Soft abort: a failed condition records an ExprError and skips its
-    branch; an `else if` chain goes on."""
-    slot = probe.slots[step.error_slot]
-    cond, failed = f"gs_c{slot.index}", f"gs_cf{slot.index}"
-    fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
-    with w.block():
-        w.line(c.comment(f"if {slot.expr_text}"))
-        w.line(f"__u64 {cond} = 0;")
-        w.line(f"int {failed} = 0;")
-        with w.block():
-            value = emit_scalar(w, slot.capture.condition, fail)
-            w.line(f"{cond} = {value};")
-            w.line(f"goto {done};")
-        w.label(fail)
-        w.line(f"{failed} = 1;")
-        w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
-        w.line(f"GS_MARK(ev, {probe.bitmap_offset}, {step.error_bit});")
-        w.label(done)
-        with w.block(f"if (!{failed} && {cond})"):
-            for inner in step.then:
-                _emit_step(w, probe, inner)
-        if step.otherwise:
-            guard = "1" if step.else_is_chain else f"!{failed}"
-            with w.block(f"else if ({guard})"):
-                for inner in step.otherwise:
-                    _emit_step(w, probe, inner)
-
-
-def _emit_pieces(w: CWriter, slot: ValueSlot, pieces, fail: str) -> None:
-    """Assemble a composite in the slot: memory parts are read in place,
-    value parts stored from the probe's computation."""
-    for piece in pieces:
-        data = f"{slot.data_offset} + {piece.offset}"
-        if piece.address is not None:
-            address = emit_scalar(w, piece.address, fail)
-            w.line(f"if (gs_read_part(ev + {data}, {piece.size}, {address}, &gs_st, &gs_fa))")
-            w.line(f"    goto {fail};")
-        else:
-            w.line(f"GS_STORE(ev, {slot.offset}, {data}, {piece.size}, "
-                   f"{emit_scalar(w, piece.value, fail)});")
-    w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
-
-
-def emit_capture(w: CWriter, slot: ValueSlot) -> None:
-    """Fill one value slot; failures land on the slot's own label."""
-    fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
-    where = f"ev, {slot.offset}, {slot.data_offset}"
-    with w.block():
-        w.line(c.comment(f"value {slot.index}: {slot.expr_text}"))
-        capture = slot.capture
-        match capture:
-            case NoCapture(reason=reason, optimized_out=gone):
-                w.line(c.comment(f"nothing to read: {reason}"))
-                status = "GS_STATUS_OPTIMIZED_OUT" if gone else "GS_STATUS_UNAVAILABLE"
-                w.line(f"GS_STATUS(ev, {slot.offset}) = {status};")
-                return
-            case ScalarCapture(value=v):
-                w.line(f"GS_STORE({where}, 8, {emit_scalar(w, v, fail)});")
-            case MemoryCapture(address=a, size=size):
-                w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
-            case CompositeCapture(pieces=pieces):
-                _emit_pieces(w, slot, pieces, fail)
-            case KnownBytesCapture():
-                w.line(c.comment("known when planned: nothing to read"))
-                w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
-            case StringCapture(pointer=p, cap=cap):
-                w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
-            case BacktraceCapture(stack_bytes=window):
-                w.line(f"gs_copy_stack(ctx, {where}, {window});")
-            case DumpCapture(address=a, length=n, cap=cap):
-                length = emit_scalar(w, n, fail)
-                w.line(f"gs_read_dump({where}, {cap}, {emit_scalar(w, a, fail)}, "
-                       f"(__s64){length});")
-        w.line(f"goto {done};")
-        w.label(fail)
-        w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
-        w.label(done)

@@ -79,6 +79,8 @@ def _jump(w: CWriter, status: str, address: str, fail: str) -> None:
 
 
 def _module_address(w: CWriter, node: ir.ModuleAddress, fail: str) -> str:
+    if node.cookie == w.own_module:
+        return f"({c.u64_literal(node.address)} + gs_bias)"
     offsets = c.offsets_variable(node.cookie)
     w.line(f"if (!{offsets}) {{ gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; "
            f"gs_fa = {c.u64_literal(node.address)}; goto {fail}; }}")

@@ -11,6 +11,9 @@ class CWriter:
     lines: list[str] = field(default_factory=list)
     depth: int = 1
     counter: int = 0
+    # The probe's own module: its globals are at link address + the load
+    # bias `gs_bias` (emit/probe.py), no offsets map lookup.
+    own_module: int | None = None
 
     def line(self, code: str) -> None:
         self.lines.append("    " * self.depth + code)

@@ -25,7 +25,7 @@ from gs_cgen.plan.model import (BacktraceLine, Capture, CompositeCapture,
                                 ThreadPointer, ValueSlot, module_cookie)
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
-from gs_cgen.plan.sites import resolve_sites
+from gs_cgen.plan.sites import place_probe, resolve_sites
 from gs_cgen.script import ast
 
 # Each slot: status byte, u32 length at +4, u64 address at +8, then data.
@@ -54,7 +54,8 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
         sites = resolve_sites(block, modules, first_probe_id=len(probes))
         scopes = block_scopes([site_variables(module, site) for module, site in sites])
         for (module, site), scope in zip(sites, scopes):
-            probes.append(plan_probe(block, site, module, modules, scope, script.text, options))
+            probe = plan_probe(block, site, module, modules, scope, script.text, options)
+            probes.append(place_probe(probe, module))
     tls_cookies = _cookies(probes, ir.ThreadLocalBase)
     return Plan(tuple(probes), _referenced_modules(probes, modules, tls_cookies),
                 options.pid_namespace, options.transport, options.input_pid, options.script_name,

@@ -48,6 +48,14 @@ class ProbeSite:
     # The DIE of the function copy whose frame the probe sees, as gdb's
     # `break FUNC` (FunctionSite.frame_die); None: the innermost frame.
     frame_die: int | None = None
+    # How the kernel runs the probed instruction: "emulated" or
+    # "single-stepped" (dwarf/uprobe_insn.py); '' when not known.
+    handling: str = ""
+    # A function probe: the function's first instruction, when the
+    # post-prologue `address` is past it (plan/sites.py place_probe).
+    function_entry: int | None = None
+    # Why the probe is not where gdb's `break` would stop, if it is not.
+    placement_note: str | None = None
 
     @property
     def attach_path(self) -> str:

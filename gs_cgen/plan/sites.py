@@ -1,10 +1,11 @@
 """Trace patterns → probe sites (module, address and uprobe file offset)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from gs_cgen.errors import DebugInfoError
-from gs_cgen.plan.model import ProbeSite, module_cookie
+from gs_cgen.plan.model import BacktraceCapture, ProbePlan, ProbeSite, module_cookie
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.script import ast
 
@@ -25,6 +26,7 @@ class _Found:
     function_note: str | None = None
     no_variables: str | None = None
     frame_die: int | None = None
+    entry: int | None = None          # a function's first instruction, before its prologue
 
 
 def resolve_sites(block: ast.TraceBlock, modules: ModuleSet,
@@ -74,8 +76,16 @@ def _functions(name: str, modules: ModuleSet) -> list[_Found]:
     else:
         functions = _in_default(name, modules)
     return [_Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
-                   no_variables=f.no_variables, frame_die=f.frame_die)
+                   no_variables=f.no_variables, frame_die=f.frame_die, entry=_entry(f))
             for f in sorted(functions, key=lambda f: f.probe_address)]
+
+
+def _entry(function) -> int | None:
+    """The first instruction of an out-of-line function whose probe goes
+    after a prologue (an -O0 frame set-up)."""
+    if function.low_pc < function.probe_address < function.high_pc:
+        return function.low_pc
+    return None
 
 
 def _in_default(name: str, modules: ModuleSet) -> list:
@@ -96,7 +106,7 @@ def _ifunc_implementation(module, ifunc, modules: ModuleSet) -> _Found:
     choice = modules.choose_ifunc(module, ifunc)
     f = module.function_site_at(choice.address, ifunc.name)
     return _Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
-                  f"IFUNC, chosen by {choice.chosen_by}", f.no_variables, f.frame_die)
+                  f"IFUNC, chosen by {choice.chosen_by}", f.no_variables, f.frame_die, _entry(f))
 
 
 def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
@@ -107,4 +117,52 @@ def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
                      function=where.function, source_file=where.file, source_line=where.line,
                      module_cookie=module_cookie(module.path, module.build_id),
                      function_note=where.function_note, no_variables=where.no_variables,
-                     open_path=module.open_path, frame_die=where.frame_die)
+                     open_path=module.open_path, frame_die=where.frame_die,
+                     function_entry=where.entry)
+
+
+# ------------------------------------------------------------ placement
+# A uprobe on an instruction the kernel emulates (push, nop, jmp, call)
+# costs a trap; on one it single-steps (mov, lea, sub, endbr64) a second
+# trap on top, about 20 times the cost per hit here (issue #10). gdb's
+# `break FUNC` stops after an -O0 prologue, at a spill (`mov %edi,
+# -0x14(%rbp)`), single-stepped, while the function's first instruction is
+# usually `push %rbp`, emulated. Parameters and locals there are
+# frame-based and not yet valid; but a block that reads none of them (only
+# globals, thread-locals, $pid, $tid, $timestamp, literals) reads the same
+# values at the entry as after the prologue, provided the prologue writes
+# nothing but its frame and calls nothing. Such a block is probed at the
+# entry; any other stays at gdb's address. (At -O1..-O3 GCC's location
+# lists are valid at the entry, and gdb's `break` and gs-cgen's function
+# probes are there already: dwarf/sites.py.)
+
+
+def place_probe(probe: ProbePlan, module) -> ProbePlan:
+    """The probe, its site saying how the kernel runs its instruction; at
+    the function's entry when that is cheaper and every value it reads is
+    the same there. (Only tracing asks: `info` decodes no machine code.)"""
+    site = dataclasses.replace(probe.site, handling=module.uprobe_handling(probe.site.address).value)
+    probe = dataclasses.replace(probe, site=site)
+    entry = site.function_entry
+    if entry is None or site.handling != "single-stepped" or not _reads_fixed_places(probe):
+        return probe
+    if module.uprobe_handling(entry).value != "emulated" or \
+            not module.writes_only_stack(entry, site.address):
+        return probe
+    moved = dataclasses.replace(
+        site, address=entry, file_offset=module.vaddr_to_file_offset(entry), handling="emulated",
+        placement_note=f"at the function's entry, not after its prologue (0x{site.address:x}, "
+                       "single-stepped): the block reads no parameter, local or register, "
+                       "and the prologue writes only its frame")
+    return dataclasses.replace(probe, site=moved)
+
+
+def _reads_fixed_places(probe: ProbePlan) -> bool:
+    """Nothing the probe reads depends on where in the function it runs:
+    no register (parameters, locals, the frame, $pc, $sp), no call-site
+    choice, no backtrace."""
+    from gs_cgen.plan import ir      # noqa: PLC0415 — `info` imports this module, not the IR
+    if any(isinstance(slot.capture, BacktraceCapture) for slot in probe.slots):
+        return False
+    return not any(isinstance(node, (ir.RegisterValue, ir.CallSiteSelect))
+                   for node in probe.scalar_nodes())

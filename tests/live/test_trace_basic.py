@@ -152,7 +152,8 @@ def test_dry_run_attaches_nothing(basic_bin, start_target):
     result = gs_cgen("trace", "-p", str(target.pid), "-s", "trace add { print a; }", "--dry-run")
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"probe 0: add -> add at \S*live_basic\.c:\d+ \[\S+ 0x[0-9a-f]+, "
-                        r"file offset 0x[0-9a-f]+\] \(1 value\(s\), \d+-byte event\) verified\n",
+                        r"file offset 0x[0-9a-f]+, (?:emulated|single-stepped)\] "
+                        r"\(1 value\(s\), \d+-byte event\) verified\n",
                         result.stdout)
 
 

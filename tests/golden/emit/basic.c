@@ -79,13 +79,21 @@ static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 #endif
 }
 
-static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
-                                           __u32 kind, __u32 size)
+/* Everything in the header but the ids (a probe whose condition needed
+ * only the ids has them already). */
+static __always_inline void gs_stamp_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                            __u32 kind, __u32 size)
 {
     hdr->timestamp_ns = bpf_ktime_get_ns();
     hdr->probe_id = probe_id;
     hdr->kind = kind;
     hdr->size = size;
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    gs_stamp_header(hdr, probe_id, kind, size);
     gs_current_ids(hdr);
 }
 
@@ -114,10 +122,10 @@ static __always_inline void gs_want_offsets(struct pt_regs *ctx, __u32 key_pid)
 }
 
 static __always_inline struct proc_module_offsets_value *
-gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+gs_module_offsets(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
 {
     struct proc_module_key key = {};
-    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.pid = key_pid;
     key.module_cookie = cookie;
     struct proc_module_offsets_value *offsets = proc_module_offsets.lookup(&key);
     if (!offsets)
@@ -130,7 +138,8 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
  * migrate-disabled, but not the CPU to itself, so per-CPU scratch would not
  * be private), and any event larger than the per-CPU scratch. `reserve`
  * covers the event and, after it, the probe's work area when it has one.
- * A reservation the ring refuses is a lost event. */
+ * A reservation the ring refuses is a lost event. The probe fills the
+ * header (emit/probe.py). */
 static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u32 reserve)
 {
     __u8 *ev = gs_events.ringbuf_reserve(reserve);
@@ -138,7 +147,6 @@ static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u
         gs_count_output(probe_id, 1);
         return 0;
     }
-    gs_fill_header((struct gs_event_hdr *)ev, probe_id, GS_EVENT_TRACE, size);
     return ev;
 }
 
@@ -177,7 +185,8 @@ static __always_inline int gs_drop(__u8 *ev)
 /* Non-sleepable probes build their event in per-CPU scratch, then copy it
  * out. The scratch is private to one run only while nothing else runs this
  * program on the CPU: a uprobe program runs migrate-disabled, and a run
- * preempted mid-event can have its scratch overwritten by the next. */
+ * preempted mid-event can have its scratch overwritten by the next.
+ * The probe fills the header (emit/probe.py). */
 BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
 
 static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
@@ -186,7 +195,6 @@ static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 re
     struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
     if (!scratch)
         return 0;
-    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
     return scratch->bytes;
 }
 
@@ -208,23 +216,19 @@ static __always_inline int gs_drop(__u8 *ev)
 
 int gs_probe_0(struct pt_regs *ctx)
 {
+    __u8 gs_st = 0;
+    __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
+    __u64 gs_reg_bp = ctx->bp;
+    __u64 gs_reg_ip = ctx->ip;
+    __u64 gs_reg_si = ctx->si;
     __u8 *ev = gs_begin_event(0, 160, 160);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
-    __u8 gs_st = 0;
-    __u64 gs_fa = 0;
-    __u64 gs_ld = 0;
-    *(__u64 *)(ev + 40) = 0;
-    __u64 gs_reg_bp = ctx->bp;
-    __u64 gs_reg_si = ctx->si;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, ev, 0x10f5dab2c49d9be6ULL);
-    struct proc_module_offsets_value gs_own = {};
-    if (!gs_offsets_10f5dab2c49d9be6) {
-        __u64 bias = ctx->ip - 0x1145ULL;
-        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
-        gs_offsets_10f5dab2c49d9be6 = &gs_own;
-    }
+    gs_fill_header(hdr, 0, GS_EVENT_TRACE, 160);
+    *(__u64 *)(ev + 40) = 0x7ULL;
+    volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
     {
         /* value 0: fd */
         gs_read_user(ev, 48, 64, 4, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))));
@@ -243,20 +247,17 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 2: g_count */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4010ULL; goto gs_fail_2; }
-        gs_read_user(ev, 96, 112, 4, (0x4010ULL + gs_offsets_10f5dab2c49d9be6->data));
+        gs_read_user(ev, 96, 112, 4, (0x4010ULL + gs_bias));
         goto gs_done_2;
     gs_fail_2:;
         gs_fail_value(ev, 96, gs_st, gs_fa);
     gs_done_2:;
     }
-    GS_MARK(ev, 40, 0);
     {
         /* value 3: ok */
         /* nothing to read: not available at this PC */
         GS_STATUS(ev, 120) = GS_STATUS_OPTIMIZED_OUT;
     }
-    GS_MARK(ev, 40, 1);
     {
         /* value 4: $pid */
         GS_STORE(ev, 136, 152, 8, ((__u64)hdr->pid));
@@ -265,37 +266,30 @@ int gs_probe_0(struct pt_regs *ctx)
         gs_fail_value(ev, 136, gs_st, gs_fa);
     gs_done_4:;
     }
-    GS_MARK(ev, 40, 2);
     return gs_submit(ctx, ev, 160);
 }
 
 int gs_probe_1(struct pt_regs *ctx)
 {
+    __u8 gs_st = 0;
+    __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
+    __u64 gs_reg_ip = ctx->ip;
     __u8 *ev = gs_begin_event(1, 120, 120);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
-    __u8 gs_st = 0;
-    __u64 gs_fa = 0;
-    __u64 gs_ld = 0;
-    *(__u64 *)(ev + 40) = 0;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, ev, 0x10f5dab2c49d9be6ULL);
-    struct proc_module_offsets_value gs_own = {};
-    if (!gs_offsets_10f5dab2c49d9be6) {
-        __u64 bias = ctx->ip - 0x1150ULL;
-        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
-        gs_offsets_10f5dab2c49d9be6 = &gs_own;
-    }
+    gs_fill_header(hdr, 1, GS_EVENT_TRACE, 120);
+    *(__u64 *)(ev + 40) = 0x3ULL;
+    volatile __u64 gs_bias = gs_reg_ip - 0x1150ULL;
     {
         /* value 0: g_color */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4014ULL; goto gs_fail_0; }
-        gs_read_user(ev, 48, 64, 4, (0x4014ULL + gs_offsets_10f5dab2c49d9be6->data));
+        gs_read_user(ev, 48, 64, 4, (0x4014ULL + gs_bias));
         goto gs_done_0;
     gs_fail_0:;
         gs_fail_value(ev, 48, gs_st, gs_fa);
     gs_done_0:;
     }
-    GS_MARK(ev, 40, 0);
     {
         /* value 1: $timestamp */
         GS_STORE(ev, 72, 88, 8, ((__u64)hdr->timestamp_ns));
@@ -312,6 +306,5 @@ int gs_probe_1(struct pt_regs *ctx)
         gs_fail_value(ev, 96, gs_st, gs_fa);
     gs_done_2:;
     }
-    GS_MARK(ev, 40, 1);
     return gs_submit(ctx, ev, 120);
 }

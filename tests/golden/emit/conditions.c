@@ -78,13 +78,21 @@ static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 #endif
 }
 
-static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
-                                           __u32 kind, __u32 size)
+/* Everything in the header but the ids (a probe whose condition needed
+ * only the ids has them already). */
+static __always_inline void gs_stamp_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                            __u32 kind, __u32 size)
 {
     hdr->timestamp_ns = bpf_ktime_get_ns();
     hdr->probe_id = probe_id;
     hdr->kind = kind;
     hdr->size = size;
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    gs_stamp_header(hdr, probe_id, kind, size);
     gs_current_ids(hdr);
 }
 
@@ -113,10 +121,10 @@ static __always_inline void gs_want_offsets(struct pt_regs *ctx, __u32 key_pid)
 }
 
 static __always_inline struct proc_module_offsets_value *
-gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+gs_module_offsets(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
 {
     struct proc_module_key key = {};
-    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.pid = key_pid;
     key.module_cookie = cookie;
     struct proc_module_offsets_value *offsets = proc_module_offsets.lookup(&key);
     if (!offsets)
@@ -129,7 +137,8 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
  * migrate-disabled, but not the CPU to itself, so per-CPU scratch would not
  * be private), and any event larger than the per-CPU scratch. `reserve`
  * covers the event and, after it, the probe's work area when it has one.
- * A reservation the ring refuses is a lost event. */
+ * A reservation the ring refuses is a lost event. The probe fills the
+ * header (emit/probe.py). */
 static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u32 reserve)
 {
     __u8 *ev = gs_events.ringbuf_reserve(reserve);
@@ -137,7 +146,6 @@ static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u
         gs_count_output(probe_id, 1);
         return 0;
     }
-    gs_fill_header((struct gs_event_hdr *)ev, probe_id, GS_EVENT_TRACE, size);
     return ev;
 }
 
@@ -176,7 +184,8 @@ static __always_inline int gs_drop(__u8 *ev)
 /* Non-sleepable probes build their event in per-CPU scratch, then copy it
  * out. The scratch is private to one run only while nothing else runs this
  * program on the CPU: a uprobe program runs migrate-disabled, and a run
- * preempted mid-event can have its scratch overwritten by the next. */
+ * preempted mid-event can have its scratch overwritten by the next.
+ * The probe fills the header (emit/probe.py). */
 BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
 
 static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
@@ -185,7 +194,6 @@ static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 re
     struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
     if (!scratch)
         return 0;
-    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
     return scratch->bytes;
 }
 
@@ -207,23 +215,19 @@ static __always_inline int gs_drop(__u8 *ev)
 
 int gs_probe_0(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(0, 128, 128);
-    if (!ev)
-        return 0;
-    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     __u64 gs_ld = 0;
-    *(__u64 *)(ev + 40) = 0;
     __u64 gs_reg_bp = ctx->bp;
+    __u64 gs_reg_ip = ctx->ip;
     __u64 gs_reg_si = ctx->si;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, ev, 0x10f5dab2c49d9be6ULL);
-    struct proc_module_offsets_value gs_own = {};
-    if (!gs_offsets_10f5dab2c49d9be6) {
-        __u64 bias = ctx->ip - 0x1145ULL;
-        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
-        gs_offsets_10f5dab2c49d9be6 = &gs_own;
-    }
+    __u64 gs_lines0 = 0;
+    __u8 gs_es0 = 0;
+    __u64 gs_ea0 = 0;
+    __u8 gs_es2 = 0;
+    __u64 gs_ea2 = 0;
+    volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
+    /* decide: evaluate the conditions, note the lines to render */
     {
         /* if fd > 3 && size / fd != 0 */
         __u64 gs_c0 = 0;
@@ -246,22 +250,12 @@ int gs_probe_0(struct pt_regs *ctx)
         }
     gs_fail_0:;
         gs_cf0 = 1;
-        gs_fail_value(ev, 48, gs_st, gs_fa);
-        GS_MARK(ev, 40, 0);
+        gs_es0 = gs_st;
+        gs_ea0 = gs_fa;
+        gs_lines0 |= 0x1ULL;
     gs_done_0:;
         if (!gs_cf0 && gs_c0) {
-            {
-                /* value 1: limit */
-                if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
-                    goto gs_fail_1;
-                __u64 gs_t5 = gs_ld;
-                GS_STORE(ev, 64, 80, 8, ((__u64)(__s64)(__s32)(((__u64)((((__u64)(__s64)(__s32)(((__u64)((gs_t5) * (0x2ULL)))))) + (0x1ULL))))));
-                goto gs_done_1;
-            gs_fail_1:;
-                gs_fail_value(ev, 64, gs_st, gs_fa);
-            gs_done_1:;
-            }
-            GS_MARK(ev, 40, 1);
+            gs_lines0 |= 0x2ULL;
         }
         else if (1) {
             {
@@ -269,30 +263,59 @@ int gs_probe_0(struct pt_regs *ctx)
                 __u64 gs_c2 = 0;
                 int gs_cf2 = 0;
                 {
-                    __u64 gs_l6 = 0;
-                    if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4010ULL; goto gs_fail_2; }
-                    if (gs_load(&gs_ld, (0x4010ULL + gs_offsets_10f5dab2c49d9be6->data), 4, 1, &gs_st, &gs_fa))
+                    __u64 gs_l5 = 0;
+                    if (gs_load(&gs_ld, (0x4010ULL + gs_bias), 4, 1, &gs_st, &gs_fa))
                         goto gs_fail_2;
-                    __u64 gs_t7 = gs_ld;
-                    gs_l6 = (((__u64)((((__u64)((gs_t7) == (0xffffffffffffffffULL)))) != (0x0ULL)))) != 0;
-                    if (!(((__u64)((((__u64)((gs_t7) == (0xffffffffffffffffULL)))) != (0x0ULL))))) {
-                        gs_l6 = (((__u64)((((__u64)!(((__u64)((((__u64)((__s64)(gs_reg_si) < (__s64)(0x0ULL)))) != (0x0ULL)))))) != (0x0ULL)))) != 0;
+                    __u64 gs_t6 = gs_ld;
+                    gs_l5 = (((__u64)((((__u64)((gs_t6) == (0xffffffffffffffffULL)))) != (0x0ULL)))) != 0;
+                    if (!(((__u64)((((__u64)((gs_t6) == (0xffffffffffffffffULL)))) != (0x0ULL))))) {
+                        gs_l5 = (((__u64)((((__u64)!(((__u64)((((__u64)((__s64)(gs_reg_si) < (__s64)(0x0ULL)))) != (0x0ULL)))))) != (0x0ULL)))) != 0;
                     }
-                    gs_c2 = ((__u64)((gs_l6) != (0x0ULL)));
+                    gs_c2 = ((__u64)((gs_l5) != (0x0ULL)));
                     goto gs_done_2;
                 }
             gs_fail_2:;
                 gs_cf2 = 1;
-                gs_fail_value(ev, 88, gs_st, gs_fa);
-                GS_MARK(ev, 40, 2);
+                gs_es2 = gs_st;
+                gs_ea2 = gs_fa;
+                gs_lines0 |= 0x4ULL;
             gs_done_2:;
                 if (!gs_cf2 && gs_c2) {
-                    GS_MARK(ev, 40, 3);
+                    gs_lines0 |= 0x8ULL;
                 }
                 else if (!gs_cf2) {
-                    GS_MARK(ev, 40, 4);
+                    gs_lines0 |= 0x10ULL;
                 }
             }
+        }
+    }
+    gs_lines0 |= 0x20ULL;
+    if (!(gs_lines0))
+        return 0;
+    /* build: this event is sent */
+    __u8 *ev = gs_begin_event(0, 128, 128);
+    if (!ev)
+        return 0;
+    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
+    gs_fill_header(hdr, 0, GS_EVENT_TRACE, 128);
+    *(__u64 *)(ev + 40) = gs_lines0;
+    if (gs_lines0 & 0x1ULL) {
+        gs_fail_value(ev, 48, gs_es0, gs_ea0);
+    }
+    if (gs_lines0 & 0x4ULL) {
+        gs_fail_value(ev, 88, gs_es2, gs_ea2);
+    }
+    if (gs_lines0 & 0x2ULL) {
+        {
+            /* value 1: limit */
+            if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
+                goto gs_fail_1;
+            __u64 gs_t7 = gs_ld;
+            GS_STORE(ev, 64, 80, 8, ((__u64)(__s64)(__s32)(((__u64)((((__u64)(__s64)(__s32)(((__u64)((gs_t7) * (0x2ULL)))))) + (0x1ULL))))));
+            goto gs_done_1;
+        gs_fail_1:;
+            gs_fail_value(ev, 64, gs_st, gs_fa);
+        gs_done_1:;
         }
     }
     {
@@ -305,8 +328,5 @@ int gs_probe_0(struct pt_regs *ctx)
         gs_fail_value(ev, 104, gs_st, gs_fa);
     gs_done_3:;
     }
-    GS_MARK(ev, 40, 5);
-    if (!(*(__u64 *)(ev + 40)))
-        return gs_drop(ev);
     return gs_submit(ctx, ev, 128);
 }

@@ -78,13 +78,21 @@ static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 #endif
 }
 
-static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
-                                           __u32 kind, __u32 size)
+/* Everything in the header but the ids (a probe whose condition needed
+ * only the ids has them already). */
+static __always_inline void gs_stamp_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                            __u32 kind, __u32 size)
 {
     hdr->timestamp_ns = bpf_ktime_get_ns();
     hdr->probe_id = probe_id;
     hdr->kind = kind;
     hdr->size = size;
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    gs_stamp_header(hdr, probe_id, kind, size);
     gs_current_ids(hdr);
 }
 
@@ -113,10 +121,10 @@ static __always_inline void gs_want_offsets(struct pt_regs *ctx, __u32 key_pid)
 }
 
 static __always_inline struct proc_module_offsets_value *
-gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+gs_module_offsets(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
 {
     struct proc_module_key key = {};
-    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.pid = key_pid;
     key.module_cookie = cookie;
     struct proc_module_offsets_value *offsets = proc_module_offsets.lookup(&key);
     if (!offsets)
@@ -130,7 +138,8 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
 /* Non-sleepable probes build their event in per-CPU scratch, then copy it
  * out. The scratch is private to one run only while nothing else runs this
  * program on the CPU: a uprobe program runs migrate-disabled, and a run
- * preempted mid-event can have its scratch overwritten by the next. */
+ * preempted mid-event can have its scratch overwritten by the next.
+ * The probe fills the header (emit/probe.py). */
 BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
 
 static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
@@ -139,7 +148,6 @@ static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 re
     struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
     if (!scratch)
         return 0;
-    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
     return scratch->bytes;
 }
 
@@ -161,15 +169,16 @@ static __always_inline int gs_drop(__u8 *ev)
 
 int gs_probe_0(struct pt_regs *ctx)
 {
+    __u8 gs_st = 0;
+    __u64 gs_fa = 0;
+    __u64 gs_ld = 0;
+    __u64 gs_reg_si = ctx->si;
     __u8 *ev = gs_begin_event(0, 96, 96);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
-    __u8 gs_st = 0;
-    __u64 gs_fa = 0;
-    __u64 gs_ld = 0;
-    *(__u64 *)(ev + 40) = 0;
-    __u64 gs_reg_si = ctx->si;
+    gs_fill_header(hdr, 0, GS_EVENT_TRACE, 96);
+    *(__u64 *)(ev + 40) = 0x1ULL;
     {
         /* value 0: $tid */
         GS_STORE(ev, 48, 64, 8, ((__u64)hdr->tid));
@@ -186,6 +195,5 @@ int gs_probe_0(struct pt_regs *ctx)
         gs_fail_value(ev, 72, gs_st, gs_fa);
     gs_done_1:;
     }
-    GS_MARK(ev, 40, 0);
     return gs_submit(ctx, ev, 96);
 }

@@ -78,13 +78,21 @@ static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 #endif
 }
 
-static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
-                                           __u32 kind, __u32 size)
+/* Everything in the header but the ids (a probe whose condition needed
+ * only the ids has them already). */
+static __always_inline void gs_stamp_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                            __u32 kind, __u32 size)
 {
     hdr->timestamp_ns = bpf_ktime_get_ns();
     hdr->probe_id = probe_id;
     hdr->kind = kind;
     hdr->size = size;
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    gs_stamp_header(hdr, probe_id, kind, size);
     gs_current_ids(hdr);
 }
 
@@ -113,10 +121,10 @@ static __always_inline void gs_want_offsets(struct pt_regs *ctx, __u32 key_pid)
 }
 
 static __always_inline struct proc_module_offsets_value *
-gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+gs_module_offsets(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
 {
     struct proc_module_key key = {};
-    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.pid = key_pid;
     key.module_cookie = cookie;
     struct proc_module_offsets_value *offsets = proc_module_offsets.lookup(&key);
     if (!offsets)
@@ -129,7 +137,8 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
  * migrate-disabled, but not the CPU to itself, so per-CPU scratch would not
  * be private), and any event larger than the per-CPU scratch. `reserve`
  * covers the event and, after it, the probe's work area when it has one.
- * A reservation the ring refuses is a lost event. */
+ * A reservation the ring refuses is a lost event. The probe fills the
+ * header (emit/probe.py). */
 static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u32 reserve)
 {
     __u8 *ev = gs_events.ringbuf_reserve(reserve);
@@ -137,7 +146,6 @@ static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u
         gs_count_output(probe_id, 1);
         return 0;
     }
-    gs_fill_header((struct gs_event_hdr *)ev, probe_id, GS_EVENT_TRACE, size);
     return ev;
 }
 
@@ -176,7 +184,8 @@ static __always_inline int gs_drop(__u8 *ev)
 /* Non-sleepable probes build their event in per-CPU scratch, then copy it
  * out. The scratch is private to one run only while nothing else runs this
  * program on the CPU: a uprobe program runs migrate-disabled, and a run
- * preempted mid-event can have its scratch overwritten by the next. */
+ * preempted mid-event can have its scratch overwritten by the next.
+ * The probe fills the header (emit/probe.py). */
 BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
 
 static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
@@ -185,7 +194,6 @@ static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 re
     struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
     if (!scratch)
         return 0;
-    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
     return scratch->bytes;
 }
 
@@ -207,43 +215,85 @@ static __always_inline int gs_drop(__u8 *ev)
 
 int gs_probe_0(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(0, 1216, 1728);
-    if (!ev)
-        return 0;
-    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
-    __u8 *work = ev + 1216;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     __u64 gs_ld = 0;
-    *(__u64 *)(ev + 40) = 0;
     __u64 gs_reg_bp = ctx->bp;
-    struct proc_module_offsets_value *gs_offsets_10f5dab2c49d9be6 = gs_module_offsets(ctx, ev, 0x10f5dab2c49d9be6ULL);
-    struct proc_module_offsets_value gs_own = {};
-    if (!gs_offsets_10f5dab2c49d9be6) {
-        __u64 bias = ctx->ip - 0x1145ULL;
-        gs_own.text = bias; gs_own.rodata = bias; gs_own.data = bias; gs_own.bss = bias;
-        gs_offsets_10f5dab2c49d9be6 = &gs_own;
+    __u64 gs_reg_ip = ctx->ip;
+    __u64 gs_lines0 = 0;
+    __u8 gs_es4 = 0;
+    __u64 gs_ea4 = 0;
+    __u8 *ev = gs_begin_event(0, 1216, 1728);
+    if (!ev)
+        return 0;
+    __u8 *work = ev + 1216;
+    volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
+    /* decide: evaluate the conditions, note the lines to render */
+    gs_lines0 |= 0x1ULL;
+    gs_lines0 |= 0x2ULL;
+    {
+        /* if g_name == "GET" */
+        __u64 gs_c4 = 0;
+        int gs_cf4 = 0;
+        {
+            if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
+                goto gs_fail_4;
+            __u64 gs_t2 = gs_ld;
+            __u64 gs_p3 = gs_t2;
+            if (!gs_p3) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_4; }
+            __u64 gs_a1 = gs_p3;
+            __u64 gs_eq4 = 0;
+            {
+                long n = gs_read_user_str(work, 5, gs_a1);
+                if (n < 0) { gs_st = GS_STATUS_READ_ERROR; gs_fa = gs_a1; goto gs_fail_4; }
+                __u8 diff = 0;
+                diff |= work[0] ^ 71;
+                diff |= work[1] ^ 69;
+                diff |= work[2] ^ 84;
+                diff |= work[3] ^ 0;
+                gs_eq4 = (n == 4 && diff == 0);
+            }
+            gs_c4 = ((__u64)((gs_eq4) != (0x0ULL)));
+            goto gs_done_4;
+        }
+    gs_fail_4:;
+        gs_cf4 = 1;
+        gs_es4 = gs_st;
+        gs_ea4 = gs_fa;
+        gs_lines0 |= 0x4ULL;
+    gs_done_4:;
+        if (!gs_cf4 && gs_c4) {
+            gs_lines0 |= 0x8ULL;
+        }
+    }
+    gs_lines0 |= 0x10ULL;
+    gs_lines0 |= 0x20ULL;
+    if (!(gs_lines0))
+        return gs_drop(ev);
+    /* build: this event is sent */
+    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
+    gs_fill_header(hdr, 0, GS_EVENT_TRACE, 1216);
+    *(__u64 *)(ev + 40) = gs_lines0;
+    if (gs_lines0 & 0x4ULL) {
+        gs_fail_value(ev, 1152, gs_es4, gs_ea4);
     }
     {
         /* value 0: g_name */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_0; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_0;
-        __u64 gs_t1 = gs_ld;
-        gs_read_str(ev, 48, 64, 258, gs_t1);
+        __u64 gs_t5 = gs_ld;
+        gs_read_str(ev, 48, 64, 258, gs_t5);
         goto gs_done_0;
     gs_fail_0:;
         gs_fail_value(ev, 48, gs_st, gs_fa);
     gs_done_0:;
     }
-    GS_MARK(ev, 40, 0);
     {
         /* value 1: g_name */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_1; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_1;
-        __u64 gs_t2 = gs_ld;
-        gs_read_str(ev, 328, 344, 258, gs_t2);
+        __u64 gs_t6 = gs_ld;
+        gs_read_str(ev, 328, 344, 258, gs_t6);
         goto gs_done_1;
     gs_fail_1:;
         gs_fail_value(ev, 328, gs_st, gs_fa);
@@ -251,13 +301,12 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 2: g_name */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_2; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_2;
-        __u64 gs_t3 = gs_ld;
-        __u64 gs_p4 = gs_t3;
-        if (!gs_p4) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_2; }
-        gs_read_dump(ev, 608, 624, 256, gs_p4, (__s64)0x4ULL);
+        __u64 gs_t7 = gs_ld;
+        __u64 gs_p8 = gs_t7;
+        if (!gs_p8) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_2; }
+        gs_read_dump(ev, 608, 624, 256, gs_p8, (__s64)0x4ULL);
         goto gs_done_2;
     gs_fail_2:;
         gs_fail_value(ev, 608, gs_st, gs_fa);
@@ -267,59 +316,21 @@ int gs_probe_0(struct pt_regs *ctx)
         /* value 3: g_name */
         if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))
             goto gs_fail_3;
-        __u64 gs_t5 = gs_ld;
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_3; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        __u64 gs_t9 = gs_ld;
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_3;
-        __u64 gs_t6 = gs_ld;
-        __u64 gs_p7 = gs_t6;
-        if (!gs_p7) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_3; }
-        gs_read_dump(ev, 880, 896, 256, gs_p7, (__s64)gs_t5);
+        __u64 gs_t10 = gs_ld;
+        __u64 gs_p11 = gs_t10;
+        if (!gs_p11) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_3; }
+        gs_read_dump(ev, 880, 896, 256, gs_p11, (__s64)gs_t9);
         goto gs_done_3;
     gs_fail_3:;
         gs_fail_value(ev, 880, gs_st, gs_fa);
     gs_done_3:;
     }
-    GS_MARK(ev, 40, 1);
-    {
-        /* if g_name == "GET" */
-        __u64 gs_c4 = 0;
-        int gs_cf4 = 0;
-        {
-            if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_4; }
-            if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
-                goto gs_fail_4;
-            __u64 gs_t9 = gs_ld;
-            __u64 gs_p10 = gs_t9;
-            if (!gs_p10) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_4; }
-            __u64 gs_a8 = gs_p10;
-            __u64 gs_eq11 = 0;
-            {
-                long n = gs_read_user_str(work, 5, gs_a8);
-                if (n < 0) { gs_st = GS_STATUS_READ_ERROR; gs_fa = gs_a8; goto gs_fail_4; }
-                __u8 diff = 0;
-                diff |= work[0] ^ 71;
-                diff |= work[1] ^ 69;
-                diff |= work[2] ^ 84;
-                diff |= work[3] ^ 0;
-                gs_eq11 = (n == 4 && diff == 0);
-            }
-            gs_c4 = ((__u64)((gs_eq11) != (0x0ULL)));
-            goto gs_done_4;
-        }
-    gs_fail_4:;
-        gs_cf4 = 1;
-        gs_fail_value(ev, 1152, gs_st, gs_fa);
-        GS_MARK(ev, 40, 2);
-    gs_done_4:;
-        if (!gs_cf4 && gs_c4) {
-            GS_MARK(ev, 40, 3);
-        }
-    }
     {
         /* value 5: starts_with(g_name, "GE") */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_5; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_5;
         __u64 gs_t13 = gs_ld;
         __u64 gs_p14 = gs_t13;
@@ -340,11 +351,9 @@ int gs_probe_0(struct pt_regs *ctx)
         gs_fail_value(ev, 1168, gs_st, gs_fa);
     gs_done_5:;
     }
-    GS_MARK(ev, 40, 4);
     {
         /* value 6: memcmp(g_name, hex("47 45")) */
-        if (!gs_offsets_10f5dab2c49d9be6) { gs_st = GS_STATUS_OFFSETS_UNAVAILABLE; gs_fa = 0x4020ULL; goto gs_fail_6; }
-        if (gs_load(&gs_ld, (0x4020ULL + gs_offsets_10f5dab2c49d9be6->data), 8, 0, &gs_st, &gs_fa))
+        if (gs_load(&gs_ld, (0x4020ULL + gs_bias), 8, 0, &gs_st, &gs_fa))
             goto gs_fail_6;
         __u64 gs_t17 = gs_ld;
         __u64 gs_p18 = gs_t17;
@@ -365,8 +374,5 @@ int gs_probe_0(struct pt_regs *ctx)
         gs_fail_value(ev, 1192, gs_st, gs_fa);
     gs_done_6:;
     }
-    GS_MARK(ev, 40, 5);
-    if (!(*(__u64 *)(ev + 40)))
-        return gs_drop(ev);
     return gs_submit(ctx, ev, 1216);
 }

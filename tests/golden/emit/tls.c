@@ -83,13 +83,21 @@ static __always_inline void gs_current_ids(struct gs_event_hdr *hdr)
 #endif
 }
 
-static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
-                                           __u32 kind, __u32 size)
+/* Everything in the header but the ids (a probe whose condition needed
+ * only the ids has them already). */
+static __always_inline void gs_stamp_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                            __u32 kind, __u32 size)
 {
     hdr->timestamp_ns = bpf_ktime_get_ns();
     hdr->probe_id = probe_id;
     hdr->kind = kind;
     hdr->size = size;
+}
+
+static __always_inline void gs_fill_header(struct gs_event_hdr *hdr, __u32 probe_id,
+                                           __u32 kind, __u32 size)
+{
+    gs_stamp_header(hdr, probe_id, kind, size);
     gs_current_ids(hdr);
 }
 
@@ -118,10 +126,10 @@ static __always_inline void gs_want_offsets(struct pt_regs *ctx, __u32 key_pid)
 }
 
 static __always_inline struct proc_module_offsets_value *
-gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+gs_module_offsets(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
 {
     struct proc_module_key key = {};
-    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.pid = key_pid;
     key.module_cookie = cookie;
     struct proc_module_offsets_value *offsets = proc_module_offsets.lookup(&key);
     if (!offsets)
@@ -134,7 +142,8 @@ gs_module_offsets(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
  * migrate-disabled, but not the CPU to itself, so per-CPU scratch would not
  * be private), and any event larger than the per-CPU scratch. `reserve`
  * covers the event and, after it, the probe's work area when it has one.
- * A reservation the ring refuses is a lost event. */
+ * A reservation the ring refuses is a lost event. The probe fills the
+ * header (emit/probe.py). */
 static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u32 reserve)
 {
     __u8 *ev = gs_events.ringbuf_reserve(reserve);
@@ -142,7 +151,6 @@ static __always_inline __u8 *gs_begin_ring_event(__u32 probe_id, __u32 size, __u
         gs_count_output(probe_id, 1);
         return 0;
     }
-    gs_fill_header((struct gs_event_hdr *)ev, probe_id, GS_EVENT_TRACE, size);
     return ev;
 }
 
@@ -181,7 +189,8 @@ static __always_inline int gs_drop(__u8 *ev)
 /* Non-sleepable probes build their event in per-CPU scratch, then copy it
  * out. The scratch is private to one run only while nothing else runs this
  * program on the CPU: a uprobe program runs migrate-disabled, and a run
- * preempted mid-event can have its scratch overwritten by the next. */
+ * preempted mid-event can have its scratch overwritten by the next.
+ * The probe fills the header (emit/probe.py). */
 BPF_PERCPU_ARRAY(gs_scratch_buf, struct gs_scratch, 1);
 
 static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
@@ -190,7 +199,6 @@ static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 re
     struct gs_scratch *scratch = gs_scratch_buf.lookup(&zero);
     if (!scratch)
         return 0;
-    gs_fill_header((struct gs_event_hdr *)scratch->bytes, probe_id, GS_EVENT_TRACE, size);
     return scratch->bytes;
 }
 
@@ -213,10 +221,10 @@ static __always_inline int gs_drop(__u8 *ev)
 BPF_HASH(proc_module_tls, struct proc_module_key, struct proc_module_tls_value, GS_MAX_TRACKED_MODULES);
 
 static __always_inline struct proc_module_tls_value *
-gs_module_tls(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
+gs_module_tls(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
 {
     struct proc_module_key key = {};
-    key.pid = ((struct gs_event_hdr *)ev)->key_pid;
+    key.pid = key_pid;
     key.module_cookie = cookie;
     struct proc_module_tls_value *tls = proc_module_tls.lookup(&key);
     if (!tls)
@@ -228,21 +236,65 @@ gs_module_tls(struct pt_regs *ctx, __u8 *ev, __u64 cookie)
 
 int gs_probe_0(struct pt_regs *ctx)
 {
-    __u8 *ev = gs_begin_event(0, 144, 144);
-    if (!ev)
-        return 0;
-    struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     __u8 gs_st = 0;
     __u64 gs_fa = 0;
     __u64 gs_ld = 0;
-    *(__u64 *)(ev + 40) = 0;
-    struct proc_module_tls_value *gs_tls_10f5dab2c49d9be6 = gs_module_tls(ctx, ev, 0x10f5dab2c49d9be6ULL);
+    __u64 gs_lines0 = 0;
+    __u8 gs_es2 = 0;
+    __u64 gs_ea2 = 0;
+    struct gs_event_hdr gs_hdr = {};
+    gs_current_ids(&gs_hdr);
+    struct gs_event_hdr *hdr = &gs_hdr;
+    struct proc_module_tls_value *gs_tls_10f5dab2c49d9be6 = gs_module_tls(ctx, hdr->key_pid, 0x10f5dab2c49d9be6ULL);
+    /* decide: evaluate the conditions, note the lines to render */
+    gs_lines0 |= 0x1ULL;
+    {
+        /* if t_last.id > 3 */
+        __u64 gs_c2 = 0;
+        int gs_cf2 = 0;
+        {
+            __u64 gs_tls1 = 0;
+            if (gs_tls_block(&gs_tls1, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
+                goto gs_fail_2;
+            if (gs_load(&gs_ld, ((__u64)((gs_tls1) + (0x18ULL))), 8, 0, &gs_st, &gs_fa))
+                goto gs_fail_2;
+            __u64 gs_t2 = gs_ld;
+            __u64 gs_p3 = gs_t2;
+            if (!gs_p3) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_2; }
+            if (gs_load(&gs_ld, ((__u64)((gs_p3) + (0x0ULL))), 4, 1, &gs_st, &gs_fa))
+                goto gs_fail_2;
+            __u64 gs_t4 = gs_ld;
+            gs_c2 = ((__u64)((((__u64)((__s64)(gs_t4) > (__s64)(0x3ULL)))) != (0x0ULL)));
+            goto gs_done_2;
+        }
+    gs_fail_2:;
+        gs_cf2 = 1;
+        gs_es2 = gs_st;
+        gs_ea2 = gs_fa;
+        gs_lines0 |= 0x2ULL;
+    gs_done_2:;
+        if (!gs_cf2 && gs_c2) {
+            gs_lines0 |= 0x4ULL;
+        }
+    }
+    if (!(gs_lines0))
+        return 0;
+    /* build: this event is sent */
+    __u8 *ev = gs_begin_event(0, 144, 144);
+    if (!ev)
+        return 0;
+    gs_stamp_header(&gs_hdr, 0, GS_EVENT_TRACE, 144);
+    __builtin_memcpy(ev, &gs_hdr, sizeof(gs_hdr));
+    *(__u64 *)(ev + 40) = gs_lines0;
+    if (gs_lines0 & 0x2ULL) {
+        gs_fail_value(ev, 96, gs_es2, gs_ea2);
+    }
     {
         /* value 0: t_requests */
-        __u64 gs_tls1 = 0;
-        if (gs_tls_block(&gs_tls1, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
+        __u64 gs_tls5 = 0;
+        if (gs_tls_block(&gs_tls5, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
             goto gs_fail_0;
-        gs_read_user(ev, 48, 64, 4, ((__u64)((gs_tls1) + (0x10ULL))));
+        gs_read_user(ev, 48, 64, 4, ((__u64)((gs_tls5) + (0x10ULL))));
         goto gs_done_0;
     gs_fail_0:;
         gs_fail_value(ev, 48, gs_st, gs_fa);
@@ -250,61 +302,32 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 1: t_last */
-        __u64 gs_tls2 = 0;
-        if (gs_tls_block(&gs_tls2, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
+        __u64 gs_tls6 = 0;
+        if (gs_tls_block(&gs_tls6, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
             goto gs_fail_1;
-        gs_read_user(ev, 72, 88, 8, ((__u64)((gs_tls2) + (0x18ULL))));
+        gs_read_user(ev, 72, 88, 8, ((__u64)((gs_tls6) + (0x18ULL))));
         goto gs_done_1;
     gs_fail_1:;
         gs_fail_value(ev, 72, gs_st, gs_fa);
     gs_done_1:;
     }
-    GS_MARK(ev, 40, 0);
-    {
-        /* if t_last.id > 3 */
-        __u64 gs_c2 = 0;
-        int gs_cf2 = 0;
+    if (gs_lines0 & 0x4ULL) {
         {
-            __u64 gs_tls3 = 0;
-            if (gs_tls_block(&gs_tls3, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
-                goto gs_fail_2;
-            if (gs_load(&gs_ld, ((__u64)((gs_tls3) + (0x18ULL))), 8, 0, &gs_st, &gs_fa))
-                goto gs_fail_2;
-            __u64 gs_t4 = gs_ld;
-            __u64 gs_p5 = gs_t4;
-            if (!gs_p5) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_2; }
-            if (gs_load(&gs_ld, ((__u64)((gs_p5) + (0x0ULL))), 4, 1, &gs_st, &gs_fa))
-                goto gs_fail_2;
-            __u64 gs_t6 = gs_ld;
-            gs_c2 = ((__u64)((((__u64)((__s64)(gs_t6) > (__s64)(0x3ULL)))) != (0x0ULL)));
-            goto gs_done_2;
-        }
-    gs_fail_2:;
-        gs_cf2 = 1;
-        gs_fail_value(ev, 96, gs_st, gs_fa);
-        GS_MARK(ev, 40, 1);
-    gs_done_2:;
-        if (!gs_cf2 && gs_c2) {
-            {
-                /* value 3: t_last.path */
-                __u64 gs_tls7 = 0;
-                if (gs_tls_block(&gs_tls7, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
-                    goto gs_fail_3;
-                if (gs_load(&gs_ld, ((__u64)((gs_tls7) + (0x18ULL))), 8, 0, &gs_st, &gs_fa))
-                    goto gs_fail_3;
-                __u64 gs_t8 = gs_ld;
-                __u64 gs_p9 = gs_t8;
-                if (!gs_p9) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_3; }
-                gs_read_user(ev, 112, 128, 16, ((__u64)((gs_p9) + (0x8ULL))));
-                goto gs_done_3;
-            gs_fail_3:;
-                gs_fail_value(ev, 112, gs_st, gs_fa);
-            gs_done_3:;
-            }
-            GS_MARK(ev, 40, 2);
+            /* value 3: t_last.path */
+            __u64 gs_tls7 = 0;
+            if (gs_tls_block(&gs_tls7, gs_tls_10f5dab2c49d9be6, &gs_st, &gs_fa))
+                goto gs_fail_3;
+            if (gs_load(&gs_ld, ((__u64)((gs_tls7) + (0x18ULL))), 8, 0, &gs_st, &gs_fa))
+                goto gs_fail_3;
+            __u64 gs_t8 = gs_ld;
+            __u64 gs_p9 = gs_t8;
+            if (!gs_p9) { gs_st = GS_STATUS_NULL_DEREF; gs_fa = 0; goto gs_fail_3; }
+            gs_read_user(ev, 112, 128, 16, ((__u64)((gs_p9) + (0x8ULL))));
+            goto gs_done_3;
+        gs_fail_3:;
+            gs_fail_value(ev, 112, gs_st, gs_fa);
+        gs_done_3:;
         }
     }
-    if (!(*(__u64 *)(ev + 40)))
-        return gs_drop(ev);
     return gs_submit(ctx, ev, 144);
 }

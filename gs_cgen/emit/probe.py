@@ -1,0 +1,375 @@
+"""One probe's BPF function: decide, then build. Pure; golden-file tested.
+
+The per-hit cost of a probe whose conditions are rarely true is what it
+does before it knows nothing will be sent (issue #10). So a probe with
+`if` steps runs in two phases:
+
+  decide  read only what the conditions need (registers, and the header,
+          load offsets or TLS blocks only when a condition reads them),
+          evaluate every condition once, and note in local bitmap words
+          which lines will be rendered and which conditions failed (with
+          their status and address); nothing marked: return at once, with
+          no ktime, pid/tid or namespace lookup, no per-CPU scratch and no
+          ring reservation;
+  build   start the event, fill its header, store the bitmap and the
+          ExprError slots of failed conditions, and fill the value slots
+          of the lines marked, in script order; submit.
+
+A probe without conditions always sends, so it only builds. Conditions
+that compare target bytes (strncmp, memcmp, ==) need the work area after
+the event, so such a probe starts its event before deciding and gives it
+back when nothing is marked (gs_drop), as every probe did before.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gs_cgen.abi import abi
+from gs_cgen.emit import c
+from gs_cgen.emit.scalar import emit_scalar
+from gs_cgen.emit.writer import CWriter
+from gs_cgen.plan import ir
+from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, DumpCapture, IfStep,
+                                KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
+                                ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot)
+
+
+@dataclass(frozen=True)
+class _EventFunctions:
+    begin: str
+    submit: str
+    drop: str
+
+
+_BUILD_DEFAULT = _EventFunctions("gs_begin_event", "gs_submit", "gs_drop")
+_RING = _EventFunctions("gs_begin_ring_event", "gs_submit_ring", "gs_drop_ring")
+
+
+def emit_probe(probe: ProbePlan) -> str:
+    """One BPF function for one probe site."""
+    w = CWriter(own_module=probe.site.module_cookie)
+    w.line("__u8 gs_st = 0;")
+    w.line("__u64 gs_fa = 0;")
+    # Every load goes through this one stack slot (scalar.py _load), so the
+    # number of loads a probe makes does not grow its 512-byte stack.
+    w.line("__u64 gs_ld = 0;")
+    # The verifier rejects ctx loads through a pointer clang has offset, so
+    # every register is copied to a local once, straight off ctx.
+    for register in _registers(probe):
+        w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
+    if _conditions(probe):
+        _decide_then_build(w, probe)
+    else:
+        _build(w, probe, started=False)
+        _fill_values(w, probe, probe.steps, guarded=False)
+    w.line(f"return {_event_functions(probe).submit}(ctx, ev, {probe.event_size});")
+    header = f"int {c.probe_function_name(probe.site.probe_id)}(struct pt_regs *ctx)\n{{"
+    return "\n".join([header, w.text(), "}", ""])
+
+
+def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
+    functions = _event_functions(probe)
+    condition_nodes = _condition_nodes(probe)
+    early_event = _uses_work_area(condition_nodes)
+    for word in range(probe.bitmap_words):
+        w.line(f"__u64 {_lines_word(word)} = 0;")
+    for step in _conditions(probe):
+        w.line(f"__u8 {_error_status(step)} = 0;")
+        w.line(f"__u64 {_error_address(step)} = 0;")
+    if early_event:
+        _start_event(w, probe, functions.begin)
+    header = _header_needed(probe, condition_nodes)
+    if header:
+        w.line("struct gs_event_hdr gs_hdr = {};")
+        if header == "all":       # $timestamp too: one ktime for the condition and the event
+            w.line(f"gs_fill_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, "
+                   f"{probe.event_size});")
+        else:
+            w.line("gs_current_ids(&gs_hdr);")
+        w.line("struct gs_event_hdr *hdr = &gs_hdr;")
+    decided = _lookups(w, probe, condition_nodes, set())
+    w.line(c.comment("decide: evaluate the conditions, note the lines to render"))
+    for step in probe.steps:
+        _decide_step(w, probe, step)
+    marked = " | ".join(_lines_word(word) for word in range(probe.bitmap_words))
+    w.line(f"if (!({marked}))")
+    w.line(f"    return {functions.drop + '(ev)' if early_event else '0'};")
+    w.line(c.comment("build: this event is sent"))
+    _build(w, probe, started=early_event, header=header, decided=decided)
+    for word in range(probe.bitmap_words):
+        w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = {_lines_word(word)};")
+    for step in _conditions(probe):
+        slot = probe.slots[step.error_slot]
+        with w.block(f"if ({_line_test(step.error_bit)})"):
+            w.line(f"gs_fail_value(ev, {slot.offset}, {_error_status(step)}, "
+                   f"{_error_address(step)});")
+    _fill_values(w, probe, probe.steps, guarded=False)
+
+
+def _build(w: CWriter, probe: ProbePlan, started: bool, header: str = "",
+           decided: set[tuple[str, int]] | None = None) -> None:
+    """Start the event (unless started), fill its header (from the one
+    the decision used, if any), look up what the values still need."""
+    if not started:
+        _start_event(w, probe, _event_functions(probe).begin)
+    if header == "ids":
+        w.line(f"gs_stamp_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, "
+               f"{probe.event_size});")
+    if header:
+        w.line("__builtin_memcpy(ev, &gs_hdr, sizeof(gs_hdr));")
+    else:
+        w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
+        w.line(f"gs_fill_header(hdr, {probe.site.probe_id}, GS_EVENT_TRACE, {probe.event_size});")
+    if not _conditions(probe):
+        for word in range(probe.bitmap_words):
+            w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = "
+                   f"{c.u64_literal(_always_marked(probe, word))};")
+    _lookups(w, probe, list(probe.scalar_nodes()), decided or set())
+
+
+def _start_event(w: CWriter, probe: ProbePlan, begin: str) -> None:
+    """The event's bytes (its header is filled by the caller); the probe's
+    work area follows it."""
+    w.line(f"__u8 *ev = {begin}({probe.site.probe_id}, {probe.event_size}, {_reserve(probe)});")
+    w.line("if (!ev)")
+    w.line("    return 0;")
+    if _uses_work_area(probe.scalar_nodes()):
+        w.line(f"__u8 *work = ev + {_align(probe.event_size, 8)};")
+
+
+def _lookups(w: CWriter, probe: ProbePlan, nodes, done: set[tuple[str, int]]) -> set[tuple[str, int]]:
+    """Module offsets and TLS blocks the nodes need and `done` lacks,
+    keyed by the header's key_pid (hdr must be in scope)."""
+    done = set(done)
+    for cookie in sorted({n.cookie for n in nodes if isinstance(n, ir.ModuleAddress)}):
+        if ("offsets", cookie) in done:
+            continue
+        done.add(("offsets", cookie))
+        if cookie == probe.site.module_cookie:
+            _own_module_offsets(w, probe, cookie)
+            continue
+        w.line(f"struct proc_module_offsets_value *{c.offsets_variable(cookie)} = "
+               f"gs_module_offsets(ctx, hdr->key_pid, {c.u64_literal(cookie)});")
+    for cookie in sorted({n.cookie for n in nodes if isinstance(n, ir.ThreadLocalBase)}):
+        if ("tls", cookie) in done:
+            continue
+        done.add(("tls", cookie))
+        w.line(f"struct proc_module_tls_value *{c.tls_variable(cookie)} = "
+               f"gs_module_tls(ctx, hdr->key_pid, {c.u64_literal(cookie)});")
+    return done
+
+
+def _own_module_offsets(w: CWriter, probe: ProbePlan, cookie: int) -> None:
+    """The probe's own module needs no map lookup (and so no pid): the
+    kernel sets regs->ip to the probed instruction before running uprobe
+    handlers, and all PT_LOADs of a module share one load bias, which is
+    what the tracer would store for it (runtime/target.py). scalar.py adds
+    it to the module's link-time addresses. Volatile: kept in a register,
+    clang folds it into every address and the verifier's state count
+    explodes (the 150-print arith differential probe failed with E2BIG;
+    reloaded from the stack, as the map value was, it loads)."""
+    w.line(f"volatile __u64 gs_bias = {c.register_variable('ip')} - "
+           f"{c.u64_literal(probe.site.address)};")
+
+
+# ------------------------------------------------------------------ decide
+
+def _decide_step(w: CWriter, probe: ProbePlan, step: Step) -> None:
+    match step:
+        case PrintStep(bit=bit):
+            w.line(f"{_mark(bit)};")
+        case IfStep():
+            _decide_if(w, probe, step)
+
+
+def _decide_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
+    """Soft abort: a failed condition records its status and address (its
+    ExprError line) and skips its branch; an `else if` chain goes on."""
+    slot = probe.slots[step.error_slot]
+    cond, failed = f"gs_c{slot.index}", f"gs_cf{slot.index}"
+    fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
+    with w.block():
+        w.line(c.comment(f"if {slot.expr_text}"))
+        w.line(f"__u64 {cond} = 0;")
+        w.line(f"int {failed} = 0;")
+        with w.block():
+            value = emit_scalar(w, slot.capture.condition, fail)
+            w.line(f"{cond} = {value};")
+            w.line(f"goto {done};")
+        w.label(fail)
+        w.line(f"{failed} = 1;")
+        w.line(f"{_error_status(step)} = gs_st;")
+        w.line(f"{_error_address(step)} = gs_fa;")
+        w.line(f"{_mark(step.error_bit)};")
+        w.label(done)
+        with w.block(f"if (!{failed} && {cond})"):
+            for inner in step.then:
+                _decide_step(w, probe, inner)
+        if step.otherwise:
+            guard = "1" if step.else_is_chain else f"!{failed}"
+            with w.block(f"else if ({guard})"):
+                for inner in step.otherwise:
+                    _decide_step(w, probe, inner)
+
+
+# ------------------------------------------------------------------- build
+
+def _fill_values(w: CWriter, probe: ProbePlan, steps, guarded: bool) -> None:
+    """Fill the slots of every print, in script order: a print inside an
+    `if` (guarded) only when the decide phase marked its line."""
+    for step in steps:
+        match step:
+            case PrintStep(bit=bit, slots=slots) if slots:
+                if guarded:
+                    with w.block(f"if ({_line_test(bit)})"):
+                        for index in slots:
+                            emit_capture(w, probe.slots[index])
+                else:
+                    for index in slots:
+                        emit_capture(w, probe.slots[index])
+            case IfStep(then=then, otherwise=otherwise):
+                _fill_values(w, probe, then + otherwise, guarded=True)
+
+
+def _emit_pieces(w: CWriter, slot: ValueSlot, pieces, fail: str) -> None:
+    """Assemble a composite in the slot: memory parts are read in place,
+    value parts stored from the probe's computation."""
+    for piece in pieces:
+        data = f"{slot.data_offset} + {piece.offset}"
+        if piece.address is not None:
+            address = emit_scalar(w, piece.address, fail)
+            w.line(f"if (gs_read_part(ev + {data}, {piece.size}, {address}, &gs_st, &gs_fa))")
+            w.line(f"    goto {fail};")
+        else:
+            w.line(f"GS_STORE(ev, {slot.offset}, {data}, {piece.size}, "
+                   f"{emit_scalar(w, piece.value, fail)});")
+    w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
+
+
+def emit_capture(w: CWriter, slot: ValueSlot) -> None:
+    """Fill one value slot; failures land on the slot's own label."""
+    fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
+    where = f"ev, {slot.offset}, {slot.data_offset}"
+    with w.block():
+        w.line(c.comment(f"value {slot.index}: {slot.expr_text}"))
+        capture = slot.capture
+        match capture:
+            case NoCapture(reason=reason, optimized_out=gone):
+                w.line(c.comment(f"nothing to read: {reason}"))
+                status = "GS_STATUS_OPTIMIZED_OUT" if gone else "GS_STATUS_UNAVAILABLE"
+                w.line(f"GS_STATUS(ev, {slot.offset}) = {status};")
+                return
+            case ScalarCapture(value=v):
+                w.line(f"GS_STORE({where}, 8, {emit_scalar(w, v, fail)});")
+            case MemoryCapture(address=a, size=size):
+                w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
+            case CompositeCapture(pieces=pieces):
+                _emit_pieces(w, slot, pieces, fail)
+            case KnownBytesCapture():
+                w.line(c.comment("known when planned: nothing to read"))
+                w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
+            case StringCapture(pointer=p, cap=cap):
+                w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
+            case BacktraceCapture(stack_bytes=window):
+                w.line(f"gs_copy_stack(ctx, {where}, {window});")
+            case DumpCapture(address=a, length=n, cap=cap):
+                length = emit_scalar(w, n, fail)
+                w.line(f"gs_read_dump({where}, {cap}, {emit_scalar(w, a, fail)}, "
+                       f"(__s64){length});")
+        w.line(f"goto {done};")
+        w.label(fail)
+        w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
+        w.label(done)
+
+
+# ------------------------------------------------------------- plan facts
+
+def _conditions(probe: ProbePlan) -> list[IfStep]:
+    """Every `if` of the probe, nested ones too, in script order."""
+    found: list[IfStep] = []
+
+    def visit(steps) -> None:
+        for step in steps:
+            if isinstance(step, IfStep):
+                found.append(step)
+                visit(step.then + step.otherwise)
+    visit(probe.steps)
+    return found
+
+
+def _condition_nodes(probe: ProbePlan) -> list:
+    return list(ir.walk(probe.slots[step.error_slot].capture.condition
+                        for step in _conditions(probe)))
+
+
+def _header_needed(probe: ProbePlan, nodes) -> str:
+    """What the conditions need of the header: "all" its fields ($pid,
+    $timestamp...), only the "ids" (key_pid, for the load offsets of
+    another module or a TLS block), or nothing ''."""
+    if any(isinstance(n, ir.HeaderField) for n in nodes):
+        return "all"
+    if any(isinstance(n, ir.ThreadLocalBase) or
+           (isinstance(n, ir.ModuleAddress) and n.cookie != probe.site.module_cookie)
+           for n in nodes):
+        return "ids"
+    return ""
+
+
+def _always_marked(probe: ProbePlan, word: int) -> int:
+    bits = 0
+    for step in probe.steps:
+        if isinstance(step, PrintStep) and step.bit // 64 == word:
+            bits |= 1 << (step.bit % 64)
+    return bits
+
+
+def _registers(probe: ProbePlan) -> list[str]:
+    registers = {n.register for n in probe.scalar_nodes() if isinstance(n, ir.RegisterValue)}
+    if probe.site.module_cookie in {n.cookie for n in probe.scalar_nodes()
+                                    if isinstance(n, ir.ModuleAddress)}:
+        registers.add("ip")           # _own_module_offsets
+    return sorted(registers)
+
+
+def _uses_work_area(nodes) -> bool:
+    """Comparisons read target bytes into a work area after the event."""
+    return any(isinstance(node, (ir.BytesEqual, ir.MemoryEqual)) for node in nodes)
+
+
+def _event_functions(probe: ProbePlan) -> _EventFunctions:
+    """An event and work area larger than the per-CPU scratch go into a
+    ring reservation in every build (plan/limits.py: only ring-buffer
+    plans have such events)."""
+    return _RING if _reserve(probe) > abi().constants["GS_SCRATCH_SIZE"] else _BUILD_DEFAULT
+
+
+def _reserve(probe: ProbePlan) -> int:
+    """Bytes the event needs: itself, then its work area when it has one
+    (the scratch has room for one after any event it holds)."""
+    if not _uses_work_area(probe.scalar_nodes()):
+        return probe.event_size
+    return _align(probe.event_size, 8) + abi().constants["GS_WORK_SIZE"]
+
+
+def _align(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+def _lines_word(word: int) -> str:
+    return f"gs_lines{word}"
+
+
+def _mark(bit: int) -> str:
+    return f"{_lines_word(bit // 64)} |= {c.u64_literal(1 << (bit % 64))}"
+
+
+def _line_test(bit: int) -> str:
+    return f"{_lines_word(bit // 64)} & {c.u64_literal(1 << (bit % 64))}"
+
+
+def _error_status(step: IfStep) -> str:
+    return f"gs_es{step.error_slot}"
+
+
+def _error_address(step: IfStep) -> str:
+    return f"gs_ea{step.error_slot}"

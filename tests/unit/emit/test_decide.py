@@ -1,0 +1,59 @@
+"""Probes decide before they build (emit/probe.py): a hit that sends
+nothing touches no ktime, pid or namespace helper, scratch or ring."""
+from __future__ import annotations
+
+from gs_cgen.emit.probe import emit_probe
+from tests.unit.plan.test_event_limits import plan
+
+_BUILDING = ("gs_begin_event(", "gs_fill_header(", "gs_current_ids(", "gs_module_offsets(",
+             "bpf_ktime_get_ns", "gs_stamp_header(")
+
+
+def decide_part(text: str) -> str:
+    return text[:text.index("/* build: this event is sent */")]
+
+
+def probe_text(script: str) -> str:
+    (probe,) = plan(script).probes
+    return emit_probe(probe)
+
+
+def test_a_register_condition_returns_before_anything_is_built():
+    text = probe_text("trace handle { if size == 12345 { print fd; } }")
+    decide = decide_part(text)
+    assert "if (!(gs_lines0))\n        return 0;" in decide
+    assert not any(call in decide for call in _BUILDING)
+    assert text.count("ctx->si") == 1 and "ctx->bp" in text      # each register once
+
+
+def test_a_condition_on_the_probes_own_global_needs_no_pid():
+    decide = decide_part(probe_text("trace handle { if g_count == 3 { print fd; } }"))
+    assert "volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;" in decide
+    assert not any(call in decide for call in _BUILDING)
+
+
+def test_a_condition_on_pid_reads_the_header_once():
+    text = probe_text("trace handle { if $pid == 7 { print fd; } }")
+    assert "gs_fill_header(&gs_hdr, 0, GS_EVENT_TRACE," in decide_part(text)
+    assert "__builtin_memcpy(ev, &gs_hdr, sizeof(gs_hdr));" in text
+    assert text.count("gs_fill_header(") == 1
+
+
+def test_a_condition_on_target_bytes_takes_its_work_area_first_and_gives_it_back():
+    text = probe_text('trace handle { if g_name == "GET" { print fd; } }')
+    decide = decide_part(text)
+    assert "gs_begin_event(" in decide and "return gs_drop(ev);" in decide
+    assert "gs_fill_header(" not in decide
+
+
+def test_failed_conditions_are_written_only_into_sent_events():
+    text = probe_text("trace handle { if *g_name == 71 { print fd; } }")
+    assert "gs_es0 = gs_st;" in decide_part(text)
+    build = text[text.index("/* build"):]
+    assert "if (gs_lines0 & 0x1ULL) {\n        gs_fail_value(ev, 48, gs_es0, gs_ea0);" in build
+
+
+def test_a_probe_without_conditions_only_builds():
+    text = probe_text("trace handle { print fd; }")
+    assert "/* decide" not in text
+    assert "*(__u64 *)(ev + 40) = 0x1ULL;" in text
