@@ -1,7 +1,6 @@
 """Plan → C program text for BCC. Pure functions; golden-file tested."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
