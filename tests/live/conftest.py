@@ -5,6 +5,7 @@ fail instead, so a green CI run always means the probes really fired.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -120,3 +121,17 @@ def uprobe_perf_events_open(pid: int) -> int:
         except OSError:
             pass
     return count
+
+
+def traced_values(binary, probes, count: int, as_gdb) -> list[tuple[str, list[str]]]:
+    """(pattern, values rendered by `as_gdb`) for the first `count` events
+    of `gs-cgen trace -- binary` with one print per (pattern, exprs) probe:
+    the gs-cgen side of tests/gdb_oracle.gdb_values."""
+    script = "\n".join(f"trace {spec} {{ print \"{' '.join('{}' for _ in exprs)}\", "
+                       f"{', '.join(exprs)}; }}" for spec, exprs in probes)
+    result = gs_cgen("trace", "--output", "json", "--max-events", str(count), "-s", script,
+                     "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    return [(event["trace"], [as_gdb(v) for v in event["values"]]) for event in events]

@@ -7,13 +7,12 @@ same patterns and, where gdb's own scoping needs it, the qualified names
 of the same objects (`geo::counter`, `this->sides`)."""
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
 
 from tests.gdb_oracle import gdb_values
-from tests.live.conftest import FIXTURES, gs_cgen, our_uprobes
+from tests.live.conftest import FIXTURES, traced_values, gs_cgen, our_uprobes
 
 COUNT = 14
 
@@ -27,14 +26,7 @@ def _build(build_dir, level: str):
 
 
 def _traced(binary, probes) -> list[tuple[str, list[str]]]:
-    script = "\n".join(f"trace {spec} {{ print \"{' '.join('{}' for _ in exprs)}\", "
-                       f"{', '.join(exprs)}; }}" for spec, exprs in probes)
-    result = gs_cgen("trace", "--output", "json", "--max-events", str(COUNT), "-s", script,
-                     "--", str(binary))
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr, result.stderr
-    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    return [(event["trace"], [_as_gdb(v) for v in event["values"]]) for event in events]
+    return traced_values(binary, probes, COUNT, _as_gdb)
 
 
 def _as_gdb(value: dict) -> str:

@@ -5,10 +5,9 @@ The programs are deterministic, so the two runs go through the same
 iterations."""
 from __future__ import annotations
 
-import json
 
 from tests.gdb_oracle import gdb_values
-from tests.live.conftest import FIXTURES, compile_fixture, gs_cgen, our_uprobes
+from tests.live.conftest import FIXTURES, traced_values, compile_fixture, our_uprobes
 
 COUNT = 14
 
@@ -21,16 +20,7 @@ def marker(source: str, name: str) -> int:
 
 
 def _traced(binary, probes, count: int = COUNT) -> list[tuple[str, list[str]]]:
-    """(pattern, values as gdb would print them) for the first `count`
-    events of `gs-cgen trace -- binary` with one print per probe."""
-    script = "\n".join(f"trace {spec} {{ print \"{' '.join('{}' for _ in exprs)}\", "
-                       f"{', '.join(exprs)}; }}" for spec, exprs in probes)
-    result = gs_cgen("trace", "--output", "json", "--max-events", str(count), "-s", script,
-                     "--", str(binary))
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr, result.stderr
-    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    return [(event["trace"], [_as_gdb(v) for v in event["values"]]) for event in events]
+    return traced_values(binary, probes, count, _as_gdb)
 
 
 def _as_gdb(value: dict) -> str:
