@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import time
 from collections import Counter
 
 import pytest
 
 from tests.gdb_oracle import gdb_values
-from tests.live.conftest import compile_fixture, gs_cgen
+from tests.live.conftest import compile_fixture, gs_cgen, gs_cgen_popen
 
 SOURCE = "aggregations.c"
 RECORD_CALLS = 10
@@ -138,3 +141,26 @@ def test_stats_hits_equal_calls_and_events_add_up(binary, gdb_calls):
     big = [size for _, _, size in gdb_calls if size > 100]
     assert int(sent) == len(printed) == len(big) and int(lost) == 0
     assert int(rows["spread"][2]) == 25 and rows["spread"][4:] == ["0", "0"]
+
+
+def test_aggregations_only_trace_runs_until_sigint_then_prints(binary, gdb_calls):
+    """-t: no process to end with, no event to count: it runs until
+    stopped, and SIGINT prints the maps of every run of the program."""
+    tracer = gs_cgen_popen("trace", "-t", str(binary), "-s",
+                           "trace record { count calls by req->status; }")
+    try:
+        while "tracing" not in (line := tracer.stderr.readline()):
+            assert line, "gs-cgen ended before tracing"
+        for _ in range(2):
+            subprocess.run([str(binary)], check=True)
+        time.sleep(0.5)
+        assert tracer.poll() is None          # still tracing
+        tracer.send_signal(signal.SIGINT)
+        out, _ = tracer.communicate(timeout=30)
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+    assert tracer.returncode == 0
+    statuses = Counter(status for _, status, _ in gdb_calls)
+    expected = sorted(statuses.items(), key=lambda item: item[1])
+    assert out == "".join(f"@calls[status::{status}]: {2 * count}\n" for status, count in expected)
