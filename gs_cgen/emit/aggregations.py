@@ -72,9 +72,21 @@ def _aggregation(aggregation: AggregationPlan) -> str:
     return "\n".join([
         c.comment(f"@{aggregation.name}: {aggregation.kind}" + (f" by {keys}" if keys else "")),
         f"{key} {{ __u64 words[{words}]; }};",
-        f"BPF_PERCPU_HASH({name}, {key}, {_value_type(aggregation)}, GS_AGG_MAX_KEYS);",
+        _map_declaration(aggregation, name, key),
         f"static __always_inline void gs_agg_update{aggregation.index}({key} *key, __u64 value)",
         "{", w.text(), "}", ""])
+
+
+def _map_declaration(aggregation: AggregationPlan, name: str, key: str) -> str:
+    """Counts and sums are preallocated (8 bytes a CPU a key: an insert
+    allocates nothing in the probe). A histogram's 528-byte value times
+    GS_AGG_MAX_KEYS times the CPUs would be megabytes up front (138 MB on 64
+    CPUs), so its map allocates a key's values when the key first appears;
+    its inserts fail with -E2BIG past GS_AGG_MAX_KEYS all the same."""
+    if aggregation.kind != "hist":
+        return f"BPF_PERCPU_HASH({name}, {key}, {_value_type(aggregation)}, GS_AGG_MAX_KEYS);"
+    return (f'BPF_F_TABLE("percpu_hash", {key}, {_value_type(aggregation)}, {name}, '
+            "GS_AGG_MAX_KEYS, BPF_F_NO_PREALLOC);")
 
 
 def _update_body(w: CWriter, aggregation: AggregationPlan) -> None:

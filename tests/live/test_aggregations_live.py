@@ -63,8 +63,10 @@ def bpftrace_bucket(value: int) -> str:
 def test_count_sum_hist_and_keys_equal_gdbs_calls(binary, gdb_calls):
     out = trace(binary, "trace record { count calls; sum bytes = size; hist sizes = size; "
                         "count by_name by req->name; "
-                        "count by_status by req->status, size > 100; }").stdout
+                        "count by_status by req->status, size > 100; "
+                        "if size > 100 { count big; } }").stdout
     assert "@calls: 10\n" in out
+    assert f"@big: {len([s for _, _, s in gdb_calls if s > 100])}\n" in out
     assert f"@bytes: {sum(size for _, _, size in gdb_calls)}\n" in out
     names = Counter(name for name, _, _ in gdb_calls)
     for name, count in names.items():

@@ -278,7 +278,7 @@ static __always_inline void gs_agg_update1(struct gs_agg_key1 *key, __u64 value)
 
 /* @sizes: hist by req->path, fd */
 struct gs_agg_key2 { __u64 words[10]; };
-BPF_PERCPU_HASH(gs_agg2, struct gs_agg_key2, struct gs_agg_hist, GS_AGG_MAX_KEYS);
+BPF_F_TABLE("percpu_hash", struct gs_agg_key2, struct gs_agg_hist, gs_agg2, GS_AGG_MAX_KEYS, BPF_F_NO_PREALLOC);
 static __always_inline void gs_agg_update2(struct gs_agg_key2 *key, __u64 value)
 {
     struct gs_agg_hist *slot = gs_agg2.lookup(key);
