@@ -166,3 +166,14 @@ def test_aggregations_only_trace_runs_until_sigint_then_prints(binary, gdb_calls
     statuses = Counter(status for _, status, _ in gdb_calls)
     expected = sorted(statuses.items(), key=lambda item: item[1])
     assert out == "".join(f"@calls[status::{status}]: {2 * count}\n" for status, count in expected)
+
+
+def test_pointer_keys_are_the_pointers(binary):
+    """gdb sees one `req` (the same stack object) at every call: one key,
+    counting every call, rendered as a pointer value."""
+    pointers = {values[0] for _, values in gdb_values(str(binary), [("record", ["req"])],
+                                                      RECORD_CALLS)}
+    out = trace(binary, "trace record { count by_req by req; }").stdout
+    lines = out.splitlines()
+    assert len(pointers) == 1 and len(lines) == 1
+    assert re.fullmatch(r"@by_req\[0x[0-9a-f]+ \(struct request\*\)\]: 10", lines[0])
