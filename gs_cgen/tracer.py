@@ -161,7 +161,13 @@ def _print_sites(compiled: Compiled) -> None:
         handling = f", {site.handling}" if site.handling else ""
         print(f"probe {site.probe_id}: {site.pattern_text} -> {site.function_text} at {where} "
               f"[{site.module_path} 0x{site.address:x}, file offset 0x{site.file_offset:x}"
-              f"{handling}] ({len(probe.slots)} value(s), {probe.event_size}-byte event) verified")
+              f"{handling}] ({_event_text(probe)}) verified")
         if site.placement_note:
             print(f"  placed {site.placement_note}")
     sys.stdout.flush()
+
+
+def _event_text(probe) -> str:
+    if not probe.lines:
+        return "aggregations only, no event"
+    return f"{len(probe.slots)} value(s), {probe.event_size}-byte event"

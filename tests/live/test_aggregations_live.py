@@ -120,12 +120,22 @@ def test_json_has_one_object_per_aggregation(binary, gdb_calls):
 
 
 def test_interval_prints_the_maps_as_they_grow(binary):
-    out = trace(binary, "trace record { count calls; }", "--interval", "1",
-                args=("10", "3")).stdout
-    counts = [int(n) for n in re.findall(r"^@calls: (\d+)$", out, re.MULTILINE)]
+    result = trace(binary, "trace record { count calls; }", "--interval", "1", "--stats",
+                   args=("10", "3"))
+    counts = [int(n) for n in re.findall(r"^@calls: (\d+)$", result.stdout, re.MULTILINE)]
     # Every interval during the 3 s pause sees the first round, the exit both.
     assert counts[0] == 10 and counts[-1] == 20 and len(counts) >= 3
     assert counts == sorted(counts)
+    # --stats comes with every print, its hits the calls made so far.
+    hits = [int(line.split()[2]) for line in result.stderr.splitlines()
+            if line.startswith("record ")]
+    assert hits == counts
+
+
+def test_one_name_in_two_probes_is_one_map(binary):
+    out = trace(binary, "trace record { count calls; } trace spread { count calls; }",
+                args=("7",)).stdout
+    assert out == f"@calls: {RECORD_CALLS + 7}\n"
 
 
 def test_stats_hits_equal_calls_and_events_add_up(binary, gdb_calls):
