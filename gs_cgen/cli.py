@@ -167,7 +167,16 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
                           backtrace_stack=request.backtrace_stack,
                           thread_pointer=thread_pointer())
     modules = _module_set(process, request.target_path, launched)
-    return compile_script(script.text, modules, options), process
+    compiled = compile_script(script.text, modules, options)
+    _plan_notes(compiled.plan)
+    return compiled, process
+
+
+def _plan_notes(plan) -> None:
+    """What the planner decided for the user that they should know (e.g.
+    `print $locals;` bounded to fit an event), once each, on stderr."""
+    for note in dict.fromkeys(note for probe in plan.probes for note in probe.notes):
+        _diagnostic(note)
 
 
 def _held_libraries(process) -> tuple[str, ...]:
