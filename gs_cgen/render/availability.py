@@ -20,8 +20,8 @@ LEGEND = ("  ✓ readable   ~ partly (some pieces, or at some of the line's addr
 
 
 def map_text(found: FunctionMap) -> str:
-    head = f"{found.function}: availability by line (probe 0x{found.entry_address:x} in " \
-           f"{found.module_path})"
+    head = f"{found.function}: availability by line\n" \
+           f"  function probe at 0x{found.entry_address:x} in {found.module_path}"
     if found.note:
         return f"{head}\n  {found.note}"
     if not found.columns:
