@@ -76,6 +76,8 @@ class FunctionMap:
     columns: tuple[Column, ...]
     rows: tuple[LineRow, ...]
     note: str | None = None    # why there are no rows
+    file: str | None = None    # the source file whose lines the rows are
+    other_files: tuple[str, ...] = ()   # files of code inlined into it, left out
 
 
 def function_map(module, site) -> FunctionMap:
@@ -89,6 +91,14 @@ def function_map(module, site) -> FunctionMap:
         return FunctionMap(site.function_text, module.path, site.address, (), (),
                            "an inlined copy: its lines are its caller's (map the caller)")
     ranges, lines = module.function_source_lines(site.address)
+    # The function's own file: the lines a user writes `trace FILE:LINE`
+    # for; code inlined from other files (headers) is left out, and named.
+    own_file = site.source_file
+    others = tuple(sorted({file for file, _ in lines if file != own_file}))
+    if any(file == own_file for file, _ in lines):
+        lines = [(file, line) for file, line in lines if file == own_file]
+    else:
+        others = ()
     probed = []                                      # (file, line, [(address, frame)])
     for file, line in lines:
         sites = [s for s in module.find_lines(file, line)
@@ -102,7 +112,8 @@ def function_map(module, site) -> FunctionMap:
                                              if frame.function == function and not frame.inlined])
     rows = tuple(_row(file, line, found, keys, function) for file, line, found in probed)
     return FunctionMap(site.function_text, module.path, site.address, columns, rows,
-                       None if rows else "no line of the function has a probe address")
+                       None if rows else "no line of the function has a probe address",
+                       own_file, others)
 
 
 def _key(variable: VisibleVariable) -> tuple:

@@ -5,9 +5,12 @@ Plain: a grid, one row per source line, one column per variable, each
 cell the mark and how it is read (`✓ rdi`, `· `, `~ [rbp-20]/rdi`).
 Columns are as wide as their widest cell; when they do not fit in 80
 columns the grid is split into several, each repeating the line column.
-A shadowed name is written `name@LINE` (its declaration line)."""
+A shadowed name is written `name@LINE` (its declaration line). Lines
+where the probe stops in an inlined call's frame name it in a last
+column, `frame`."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 from gs_cgen.plan.availability import MARKS, FunctionMap
@@ -20,8 +23,12 @@ LEGEND = ("  ✓ readable   ~ partly (some pieces, or at some of the line's addr
 
 
 def map_text(found: FunctionMap) -> str:
-    head = f"{found.function}: availability by line\n" \
+    of_file = f" of {os.path.basename(found.file)}" if found.file else ""
+    head = f"{found.function}: availability by line{of_file}\n" \
            f"  function probe at 0x{found.entry_address:x} in {found.module_path}"
+    if found.other_files:
+        head += ("\n  not listed: lines of code inlined from "
+                 + ", ".join(os.path.basename(f) for f in found.other_files))
     if found.note:
         return f"{head}\n  {found.note}"
     if not found.columns:
@@ -31,12 +38,14 @@ def map_text(found: FunctionMap) -> str:
     first = ["line"] + [f"{row.line}" for row in found.rows]
     cells = [[name] + [_cell_text(row.cells[i]) for row in found.rows]
              for i, name in enumerate(names)]
-    notes = [row.frame or "" for row in found.rows]
+    if any(row.frame for row in found.rows):
+        # Where the probe stops in an inlined call's frame: the last column.
+        cells.append(["frame"] + [row.frame or "" for row in found.rows])
     out = [head]
     for group in _groups([max(len(t) for t in column) for column in cells],
                          max(len(t) for t in first)):
         out.append("")
-        out.extend(_grid(first, [cells[i] for i in group], notes))
+        out.extend(_grid(first, [cells[i] for i in group]))
     out.append("")
     out.append(LEGEND)
     return "\n".join(out)
@@ -68,15 +77,14 @@ def _groups(widths: list[int], first_width: int) -> list[list[int]]:
     return groups
 
 
-def _grid(first: list[str], columns: list[list[str]], notes: list[str]) -> list[str]:
+def _grid(first: list[str], columns: list[list[str]]) -> list[str]:
     widths = [max(len(t) for t in column) for column in columns]
     first_width = max(len(t) for t in first)
     lines = []
     for r in range(len(first)):
         cells = [first[r].rjust(first_width)] + \
             [column[r].ljust(width) for column, width in zip(columns, widths)]
-        note = f"  ({notes[r - 1]})" if r and notes[r - 1] else ""
-        lines.append(("  " + "  ".join(cells)).rstrip() + note)
+        lines.append(("  " + "  ".join(cells)).rstrip())
     return lines
 
 
@@ -84,7 +92,8 @@ def map_json(found: FunctionMap) -> dict:
     """The same facts as data (README "gs-cgen info --output json")."""
     return {
         "function": found.function, "module": found.module_path,
-        "probe_address": found.entry_address, "note": found.note,
+        "probe_address": found.entry_address, "note": found.note, "file": found.file,
+        "other_files": list(found.other_files),
         "variables": [{"name": c.name, "kind": c.kind, "type": c.type,
                        "decl_line": c.decl_line, "scope": c.scope} for c in found.columns],
         "lines": [{

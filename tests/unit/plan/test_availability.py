@@ -96,7 +96,7 @@ def test_plain_grid_fits_80_columns_and_names_shadowed_columns(o0, o2):
     for binary in (o0, o2):
         text = describe_lines(ModuleSet.of(open_module(binary)), "compute", False)
         lines = text.splitlines()
-        assert lines[0] == "compute: availability by line"
+        assert lines[0] == "compute: availability by line of variables.c"
         assert all(len(line) <= 80 for line in lines[2:]), text
         assert f"sum@{marker('shadow')}" in text and f"sum@{marker('sum')}" in text
         assert "✓ readable" in text
