@@ -120,3 +120,15 @@ def test_variable_lists_stand_alone_in_a_print(text):
     with pytest.raises(ScriptError) as err:
         check(parse(text))
     assert "is a list of variables: it can only be printed on its own" in err.value.message
+
+
+def test_the_planner_refuses_a_variable_list_as_a_value(binary):
+    """Statements check.py does not know (a later kind) reach the planner,
+    which says the same."""
+    from gs_cgen.errors import PlanError
+    options = PlanOptions("t.gs", PidNamespace(False))
+    with pytest.raises(PlanError) as err:
+        build_plan(parse('trace compute { print "{}", $locals; }'),
+                   ModuleSet.of(open_module(binary)), options)
+    assert err.value.message == ("'$locals' is a list of variables: it can only be printed "
+                                 "on its own")
