@@ -413,6 +413,9 @@ class ProbePlan:
     bitmap_offset: int
     bitmap_words: int
     event_size: int
+    # Said once at compile time, on stderr: e.g. `print $locals;` bounded
+    # to fit the event (plan/variables.py).
+    notes: tuple[str, ...] = ()
 
     def scalar_nodes(self):
         """Every IR node any capture of this probe evaluates."""

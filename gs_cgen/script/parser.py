@@ -32,6 +32,8 @@ from gs_cgen.source import SourceSpan
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 SPECIAL_VARIABLES = ("pid", "tid", "host_pid", "input_pid", "timestamp", "pc", "sp")
+# Lists of variables, in `print` only (plan/variables.py).
+VARIABLE_LIST_SPECIALS = ("args", "locals")
 
 # name -> (fewest, most) arguments, and how the usage reads in errors.
 BUILTINS = {
@@ -399,9 +401,9 @@ def integer(text: str, span: SourceSpan) -> int:
 def special_variable(text: str, span: SourceSpan) -> ast.SpecialVar:
     """`$pid` etc.; anything else lists the valid names."""
     ident = text[1:]
-    if ident in SPECIAL_VARIABLES:
+    if ident in SPECIAL_VARIABLES or ident in VARIABLE_LIST_SPECIALS:
         return ast.SpecialVar(ident, span)
-    valid = tuple("$" + name for name in SPECIAL_VARIABLES)
+    valid = tuple("$" + name for name in (*SPECIAL_VARIABLES, *VARIABLE_LIST_SPECIALS))
     raise ScriptError(f"unknown special variable '{text}'", span,
                       hints=("special variables are " + ", ".join(valid),),
                       candidates=nearest(text, valid))
