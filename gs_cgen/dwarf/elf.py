@@ -122,6 +122,25 @@ class SymbolTable:
                  if self._rows[i][3] == kind.value)
         return [s for s in found if _placed(s) and matches(spelling, s.version, s.hidden)]
 
+    def suffixed_names(self, name: str) -> list[str]:
+        """Names that are `name` plus a dotted suffix (GCC's clones
+        `f.constprop.0`, function-level statics `counter.1`), in table order."""
+        prefix = name + "."
+        return [n for n in self._dotted_by_stem.get(name.partition(".")[0], ())
+                if n.startswith(prefix)]
+
+    @functools.cached_property
+    def _dotted_by_stem(self) -> dict[str, list[str]]:
+        # Every name that has a dot, by the part before its first dot: one
+        # pass per table instead of one scan of all names per lookup (8 ms
+        # each on libpython's 14k names).
+        stems: dict[str, list[str]] = {}
+        for name in self._numbers:
+            stem, dot, _ = name.partition(".")
+            if dot:
+                stems.setdefault(stem, []).append(name)
+        return stems
+
     @functools.cached_property
     def mangled_names(self) -> tuple[str, ...]:
         """Names in the Itanium C++ ABI's mangling (`_Z...`), clones

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_TAG
 from elftools.dwarf.ranges import BaseAddressEntry
 
+from gs_cgen.dwarf.abbrev import FastAbbreviations
 from gs_cgen.dwarf.cache import IndexCache
 from gs_cgen.dwarf.raw import (UnsupportedHeader, read_abbreviations, read_cu_line_info,
                               read_file_tables, read_top_level_names)
@@ -119,6 +120,7 @@ class DwarfIndex:
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
         self._section_bytes: dict[int, bytes] = {}
         self._type_names: dict[str, tuple] | None = None
+        FastAbbreviations.install(dwarfinfo, lambda: self.section_data(dwarfinfo.debug_abbrev_sec))
 
     # ----------------------------------------------------------------- CUs
 
