@@ -15,7 +15,7 @@ from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope, block_scopes, site_frame
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.errors import GsError
 from gs_cgen.script import ast
-from gs_cgen.script.parser import parse
+from gs_cgen.script.plain_pattern import plain_trace_block
 
 _PATTERNS = {"function": ast.FunctionPattern, "line": ast.LinePattern,
              "address": ast.AddressPattern}
@@ -25,7 +25,7 @@ _EXAMPLES = {"function": "a function name", "line": "FILE:LINE",
 
 def describe(modules: ModuleSet, kind: str, what: str) -> str:
     """`kind` is function, line or address; `what` its argument."""
-    (block,) = parse(f"trace {what} {{ }}").traces
+    block = plain_trace_block(what) or _parsed_block(what)
     if not isinstance(block.pattern, _PATTERNS[kind]):
         raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
     sites = resolve_sites(block, modules, first_probe_id=0)
@@ -34,6 +34,12 @@ def describe(modules: ModuleSet, kind: str, what: str) -> str:
     by_name = kind == "function"
     return "\n\n".join(_describe_site(module, site, by_name, frame, scope)
                        for (module, site), frame, scope in zip(sites, frames, scopes))
+
+
+def _parsed_block(what: str):
+    from gs_cgen.script.parser import parse  # noqa: PLC0415 — lark only for the rare spellings
+    (block,) = parse(f"trace {what} {{ }}").traces
+    return block
 
 
 def _describe_site(module, site, by_name: bool, frame: FrameScope, scope: SiteScope) -> str:
