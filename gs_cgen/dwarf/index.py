@@ -13,6 +13,7 @@ import bisect
 import os
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_TAG
 from elftools.dwarf.ranges import BaseAddressEntry
@@ -27,9 +28,10 @@ _ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_ad
                   "DW_FORM_addrx3", "DW_FORM_addrx4")
 
 
-@dataclass(frozen=True)
-class Row:
-    """One line-table row (DWARF 5 section 6.2.2)."""
+class Row(NamedTuple):
+    """One line-table row (DWARF 5 section 6.2.2). A tuple, not a frozen
+    dataclass: a libpython CU's table has ~12k rows, each made from its
+    cached tuple in a fraction of a frozen dataclass's __init__."""
 
     address: int
     file: int
@@ -562,13 +564,12 @@ def _line_table(rows: tuple[Row, ...], files: dict[int, str]) -> LineTable:
 # back, raising TypeError/ValueError on anything of the wrong shape.
 
 def _row_plain(row: Row) -> tuple:
-    return (row.address, row.file, row.line, row.is_stmt, row.prologue_end, row.end_sequence,
-            row.discriminator)
+    return tuple(row)
 
 
 def _line_table_from_plain(plain) -> LineTable:
     rows, files = plain
-    return _line_table(tuple(Row(*r) for r in rows), _file_map_from_plain(files))
+    return _line_table(tuple(map(Row._make, rows)), _file_map_from_plain(files))
 
 
 def _file_map_from_plain(plain) -> dict[int, str]:
