@@ -142,7 +142,7 @@ class ModuleDebugInfo:
 
     @functools.cached_property
     def _locations(self) -> LocationReader:
-        return LocationReader(self._dwarf.dwarfinfo, self._dwarf.cu_base)
+        return LocationReader(self._dwarf.dwarfinfo, self._dwarf.cu_base, self._dwarf.section_data)
 
     @functools.cached_property
     def _frames(self) -> CallFrames:
