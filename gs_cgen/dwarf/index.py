@@ -10,6 +10,7 @@ parsing only the CU that contains the hit.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import struct
 from dataclasses import dataclass
@@ -603,7 +604,11 @@ def _line_table_from_plain(plain) -> LineTable:
 
 
 def _file_map_from_plain(plain) -> dict[int, str]:
-    if not all(isinstance(k, int) and isinstance(v, str) for k, v in plain.items()):
+    # The entry's CRC and format version vouch for its bytes, and one writer
+    # made every item: the first shows the shape (checking all 8.6k of
+    # libpython's file names took ~10 ms a run).
+    if not isinstance(plain, dict) or not all(
+            isinstance(k, int) and isinstance(v, str) for k, v in itertools.islice(plain.items(), 1)):
         raise TypeError("file map")
     return plain
 
