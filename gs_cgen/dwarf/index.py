@@ -122,6 +122,7 @@ class DwarfIndex:
         self._abbrev_tables: dict[int, tuple] = {}
         self._files_by_path: dict[str, list[int]] | None = None
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
+        self._function_ranges: dict[int, _RangeIndex] = {}
         self._section_bytes: dict[int, bytes] = {}
         self._type_names: dict[str, tuple] | None = None
         FastAbbreviations.install(dwarfinfo, lambda: self.section_data(dwarfinfo.debug_abbrev_sec))
@@ -390,10 +391,12 @@ class DwarfIndex:
         cu = self.cu_for_address(address)
         if cu is None:
             return None
-        for entry in self.functions(cu.cu_offset):
-            if any(lo <= address < hi for lo, hi in entry.ranges):
-                return cu, entry
-        return None
+        functions = self.functions(cu.cu_offset)
+        index = self._function_ranges.get(cu.cu_offset)
+        if index is None:
+            index = self._function_ranges[cu.cu_offset] = _RangeIndex(functions)
+        found = index.first_covering(address)
+        return None if found is None else (cu, functions[found])
 
     def die_at(self, offset: int):
         return self.cu_containing(offset).get_DIE_from_refaddr(offset)
@@ -547,6 +550,33 @@ TYPE_TAGS = ("DW_TAG_base_type", "DW_TAG_typedef", "DW_TAG_structure_type",
              "DW_TAG_union_type", "DW_TAG_enumeration_type", "DW_TAG_class_type")
 _TYPE_TAG_CODES = frozenset(ENUM_DW_TAG[t] for t in TYPE_TAGS)
 ENUM_DW_TAG_NAMES = {code: name for name, code in ENUM_DW_TAG.items()}
+
+
+class _RangeIndex:
+    """Address -> the first of a CU's functions (in functions() order)
+    whose ranges cover it, by bisection instead of a scan of every range
+    (a libpython CU has hundreds of functions, 200 look-ups plan 100 probes)."""
+
+    def __init__(self, functions: tuple[FunctionEntry, ...]) -> None:
+        spans = sorted((lo, hi, i) for i, entry in enumerate(functions) for lo, hi in entry.ranges)
+        self._starts = [lo for lo, _, _ in spans]
+        self._spans = spans
+        # The highest end among spans[0..i]: no span at or left of i reaches
+        # an address at or above it.
+        self._reach, highest = [], 0
+        for _, hi, _ in spans:
+            highest = max(highest, hi)
+            self._reach.append(highest)
+
+    def first_covering(self, address: int) -> int | None:
+        i = bisect.bisect_right(self._starts, address) - 1
+        best = None
+        while i >= 0 and self._reach[i] > address:
+            lo, hi, entry = self._spans[i]
+            if lo <= address < hi and (best is None or entry < best):
+                best = entry
+            i -= 1
+        return best
 
 
 def _cu_offset_at(aranges: list[tuple[int, int, int]], starts: list[int],
