@@ -16,9 +16,9 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_P_TYPE_BASE
 
 from gs_cgen.dwarf import cache as cache_mod
@@ -26,6 +26,9 @@ from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.symvers import dynamic_versions, matches, parse_spelling, spell, version_of
 from gs_cgen.errors import DebugInfoError
+
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
 
 _SHF_WRITE = 0x1
 _SHF_ALLOC = 0x2
@@ -303,7 +306,10 @@ class ElfImage:
 
     @functools.cached_property
     def elf(self) -> ELFFile:
-        """pyelftools' view, for the rarer tables (built when first asked for)."""
+        """pyelftools' view, for the rarer tables (built when first asked for;
+        imported then too: elftools.elf costs ~8 ms of imports that a
+        function or line look-up does without)."""
+        from elftools.elf.elffile import ELFFile  # noqa: PLC0415
         return ELFFile(self._stream)
 
     def dwarf_info(self):
