@@ -21,10 +21,11 @@ from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable, UnwindRow
 from gs_cgen.dwarf.inline import SourceFrame, source_frames
-from gs_cgen.dwarf.elf import ElfImage, SymbolKind
+from gs_cgen.dwarf.elf import ElfImage, Symbol, SymbolKind
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
+from gs_cgen.dwarf.plt import PltStubs, in_plt_section, plt_stubs
 from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable,
                                  IfuncSymbol, LineSite, LoadSegment, OptimizedOut, ThreadLocal,
                                  TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable)
@@ -336,6 +337,18 @@ class ModuleDebugInfo:
     @functools.cached_property
     def _dynamic_names(self) -> list[str]:
         return dynamic_symbol_names(self._elf)
+
+    @functools.cached_property
+    def _plt_stubs(self) -> PltStubs:
+        return plt_stubs(self._elf, self._relocations, self._dynamic_names)
+
+    def plt_stub_name(self, vaddr: int) -> str | None:
+        """`NAME@plt` for an address in a PLT stub (dwarf/plt.py), as gdb
+        names it; None elsewhere."""
+        if not in_plt_section(self._elf, vaddr):
+            return None
+        stub = self._plt_stubs.stub_at(vaddr)
+        return stub.name if stub is not None else None
 
     def _inlined_sites(self, name: str) -> list[FunctionSite]:
         """Inlined instances of `name`, in every CU: gdb sets a location on
@@ -671,7 +684,17 @@ class ModuleDebugInfo:
     def check_code_address(self, vaddr: int) -> str:
         """The function containing instruction `vaddr`; DebugInfoError when it
         is not in code or not at an instruction boundary."""
-        return check_instruction_boundary(self._elf, vaddr)
+        return check_instruction_boundary(self._elf, vaddr, self._plt_stub_symbol(vaddr))
+
+    def _plt_stub_symbol(self, vaddr: int):
+        """The PLT stub covering `vaddr` as a symbol (code.py decodes from
+        its start), None outside the PLT."""
+        if self._elf.symbols.function_at(vaddr) is not None or not in_plt_section(self._elf, vaddr):
+            return None
+        stub = self._plt_stubs.stub_at(vaddr)
+        if stub is None:
+            return None
+        return Symbol(stub.name, stub.address, stub.size, SymbolKind.FUNC, True, None)
 
     def describe_address(self, vaddr: int) -> CodeLocation:
         """Function and source line of an instruction (gdb's `info symbol`
@@ -679,7 +702,7 @@ class ModuleDebugInfo:
         above `vaddr` in the same sequence. The function is named as DWARF
         names it (`__libc_malloc`, not its alias `malloc`), as gdb's `bt`."""
         symbol = self._elf.symbols.function_at(vaddr)
-        function = symbol.name if symbol else None
+        function = symbol.name if symbol else self.plt_stub_name(vaddr)
         if not self.has_debug_info:
             return CodeLocation(function, None, None)
         described = self._dwarf.function_at(vaddr)
