@@ -746,8 +746,11 @@ class ModuleDebugInfo:
 
         frames = source_frames(self._dwarf, self._dwarf.die_at(hit[1].die_offset), vaddr,
                                (where.file, where.line), call_file, frame_die, skip_at_entry)
-        # The out-of-line function is named as describe_address names it.
-        outer = dataclasses.replace(frames[-1], function=where.function or frames[-1].function)
+        # The out-of-line function is named as describe_address names it
+        # (C: the DWARF name, not an alias); C++ by its qualified name.
+        qualified = frames[-1].function != die_name(self._dwarf.die_at(hit[1].die_offset))
+        outer = frames[-1] if qualified else \
+            dataclasses.replace(frames[-1], function=where.function or frames[-1].function)
         return [*frames[:-1], outer]
 
     def find_type(self, name: str) -> CType | None:

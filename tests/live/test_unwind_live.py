@@ -16,7 +16,8 @@ from tests.live.conftest import FIXTURES, RunningTarget, gs_cgen, require
 from tests.live.test_libpython_live import _python311
 
 FLAGS = ["-O2", "-g", "-fomit-frame-pointer"]
-FRAME = re.compile(r"  #(\d+) (?:(<signal handler called>)|(\S+)(?: at (\S+):(\d+))?) "
+FRAME = re.compile(r"  #(\d+) (?:(<signal handler called>)|(\S*(?:\(anonymous namespace\)\S*)*)"
+                   r"(?: at (\S+):(\d+))?) "
                    r"\[([^\]+]+)\+0x([0-9a-f]+)\]( \(inlined\))?")
 
 
@@ -212,3 +213,27 @@ def test_plt_stub_frames_equal_gdbs(build, request):
     assert header == f"backtrace: complete, {len(expected)} frames"
     assert shown_frames(lines) == expected
     assert lines[0] == f"  #0 chain_enter@plt [{binary.name}+0x{stub:x}]"
+
+
+def test_cpp_frames_are_qualified_as_gdbs(build_dir):
+    """C++ frames by their qualified names, as gdb's `bt`: a method, an
+    operator, an inlined static member, a template instance in a nested
+    namespace, a function in an anonymous namespace."""
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    binary = build_dir / "unwind" / "chain_cpp"
+    binary.parent.mkdir(exist_ok=True)
+    subprocess.run(["g++", *FLAGS, "-o", str(binary), str(FIXTURES / "unwind" / "chain_cpp.cpp")],
+                   check=True)
+    result = gs_cgen("trace", "-s", "trace leaf { bt; }", "--output", "plain", "--",
+                     str(binary), "once")
+    assert result.returncode == 0, result.stderr
+    (header, lines), = backtraces(result.stdout)
+    expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_bts([str(binary), "once"],
+                                                                      "leaf", 1)[0])]
+    assert [f[0] for f in expected] == [
+        "(anonymous namespace)::leaf", "geo::detail::scale<int>", "geo::Widget::twice",
+        "geo::Widget::area", "geo::Widget::operator()", "main"]
+    assert header == f"backtrace: complete, {len(expected)} frames"
+    assert shown_frames(lines) == expected
+    assert lines[2].endswith("(inlined)")
