@@ -11,7 +11,7 @@ import functools
 import os
 import struct
 
-from gs_cgen.dwarf.cache import open_index_cache
+from gs_cgen.dwarf.cache import MIN_DEBUG_INFO, open_index_cache
 from gs_cgen.dwarf.callsites import calls_to
 from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.uprobe_insn import UprobeHandling, uprobe_handling, writes_only_stack
@@ -67,6 +67,9 @@ _BASE_SPELLINGS = {
     "char": ("char",), "signed char": ("signed char",), "unsigned char": ("unsigned char",),
     "float": ("float",), "double": ("double",), "long double": ("long double",),
 }
+
+
+_MIN_EH_FRAME = 64 * 1024
 
 
 def _require_x86_64(elf: ElfImage, name: str) -> None:
@@ -164,6 +167,18 @@ class ModuleDebugInfo:
         data = self._elf.section_bytes(".eh_frame_hdr") if hdr else b""
         own = self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
         return CallFrames(own, data, hdr.address if hdr else 0)
+
+    def derived_cache(self):
+        """The on-disk cache by build-id (dwarf/cache.py) for what tools
+        derive from this module per address (unwind/memo.py); None without
+        a build-id, or for a module cheap to decode: under MIN_DEBUG_INFO
+        of .debug_info, as for the DWARF index, and under 64 KiB of
+        .eh_frame (libc's is 150 KiB)."""
+        debug_info = self._debug_elf.section(".debug_info") if self.has_debug_info else None
+        eh_frame = self._elf.section(".eh_frame")
+        large = (debug_info is not None and debug_info.size >= MIN_DEBUG_INFO) or \
+            (eh_frame is not None and eh_frame.size >= _MIN_EH_FRAME)
+        return open_index_cache(self.build_id, 1, minimum=0) if large else None
 
     def unwind_row_at(self, vaddr: int) -> UnwindRow | None:
         """The CFI row (.eh_frame, else .debug_frame) covering `vaddr`, for
