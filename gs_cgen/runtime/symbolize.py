@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import time
 from dataclasses import dataclass
 
 from gs_cgen.dwarf import open_module
@@ -44,6 +45,7 @@ class FrameResolver:
         self._modules: dict[tuple[int, Mapping], ModuleAt | None] = {}
         self._memos: dict[object, ModuleMemo] = {}       # by build-id (else the module)
         self._by_pc: dict[int, dict[int, ModuleAt]] = {}  # pid -> PC -> its module
+        self._gone: dict[int, float] = {}  # pid -> when /proc last had no such process
         atexit.register(self.flush)
 
     def __call__(self, pid: int, address: int, is_return_address: bool) -> Frame:
@@ -138,12 +140,15 @@ class FrameResolver:
 
     def _mapping(self, pid: int, address: int) -> tuple[ProcessTarget, Mapping] | None:
         for refresh in (False, True):
+            if refresh and time.monotonic() - self._gone.get(pid, -_RETRY_GONE) < _RETRY_GONE:
+                break                 # exited just now: no /proc to re-read
             if refresh or pid not in self._targets:
                 self._by_pc.pop(pid, None)
                 try:
                     self._targets[pid] = open_process(pid)
                 except GsError:       # gone: keep the maps it had, if any
                     self._targets.setdefault(pid, None)
+                    self._gone[pid] = time.monotonic()
             target = self._targets[pid]
             for m in target.mappings if target else ():
                 if m.start <= address < m.end and m.is_file:
@@ -151,6 +156,9 @@ class FrameResolver:
         return None
 
 
+# An exited process's events render with the maps it had; its PID is
+# looked up again only after this long (a new process may reuse it).
+_RETRY_GONE = 1.0
 _MAX_PCS = 1 << 16      # remembered PCs per process (a bound; loops revisit a few)
 
 
