@@ -45,6 +45,7 @@ class FrameResolver:
         self._modules: dict[tuple[int, Mapping], ModuleAt | None] = {}
         self._memos: dict[object, ModuleMemo] = {}       # by build-id (else the module)
         self._by_pc: dict[int, dict[int, ModuleAt]] = {}  # pid -> PC -> its module
+        self._named: dict[int, dict] = {}  # pid -> machine frame -> its shown frames
         self._gone: dict[int, float] = {}  # pid -> when /proc last had no such process
         atexit.register(self.flush)
 
@@ -72,13 +73,15 @@ class FrameResolver:
         capture = value.capture
         inlined = capture.show in (BacktraceShow.FRAMES, BacktraceShow.FULL)
         stack = StackCopy(value.stack_base, value.stack)
+        full = capture.show is BacktraceShow.FULL
         found = build_backtrace(value.registers, stack,
                                 lambda address: self._module_at(pid, address),
                                 capture.max_frames, include_inlined=inlined,
-                                frame_die=capture.frame_die)
+                                frame_die=capture.frame_die,
+                                named=None if full else self._named.setdefault(pid, {}))
         for memo in self._memos.values():
             memo.flush()
-        return with_parameters(found, stack) if capture.show is BacktraceShow.FULL else found
+        return with_parameters(found, stack) if full else found
 
     def flush(self) -> None:
         """Store what the memos learnt (at exit; unwind/memo.py)."""
@@ -93,9 +96,15 @@ class FrameResolver:
         if found is not None:
             known = self._by_pc.setdefault(pid, {})
             if len(known) >= _MAX_PCS:
-                known.clear()
+                self._forget_pcs(pid)
+                known = self._by_pc.setdefault(pid, {})
             known[address] = found
         return found
+
+    def _forget_pcs(self, pid: int) -> None:
+        """Its maps are re-read: what was found by PC may have moved."""
+        self._by_pc.pop(pid, None)
+        self._named.pop(pid, None)
 
     def _mapped_module_at(self, pid: int, address: int) -> ModuleAt | None:
         found = self._mapping(pid, address)
@@ -134,7 +143,7 @@ class FrameResolver:
         has exited by the time they render are named with the maps it had."""
         try:
             self._targets[pid] = open_process(pid)
-            self._by_pc.pop(pid, None)
+            self._forget_pcs(pid)
         except GsError:
             pass
 
@@ -143,7 +152,7 @@ class FrameResolver:
             if refresh and time.monotonic() - self._gone.get(pid, -_RETRY_GONE) < _RETRY_GONE:
                 break                 # exited just now: no /proc to re-read
             if refresh or pid not in self._targets:
-                self._by_pc.pop(pid, None)
+                self._forget_pcs(pid)
                 try:
                     self._targets[pid] = open_process(pid)
                 except GsError:       # gone: keep the maps it had, if any

@@ -8,6 +8,7 @@ the runtime answers from the process's maps (runtime/backtrace.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 
 from gs_cgen.errors import GsError
@@ -50,11 +51,15 @@ class Backtrace:
 
 
 def build_backtrace(registers: Registers, stack: StackCopy, modules: ModuleLookup, depth: int,
-                    include_inlined: bool = True, frame_die: int | None = None) -> Backtrace:
+                    include_inlined: bool = True, frame_die: int | None = None,
+                    named: dict | None = None) -> Backtrace:
     """At most `depth` frames (as shown: inlined frames count unless left
     out); `frame_die` is the probe's frame (plan/model.py ProbeSite). Each
     machine frame is named as the walk finds it, and the walk ends at
-    `main` or once a frame beyond `depth` exists."""
+    `main` or once a frame beyond `depth` exists. `named`, when given, keeps
+    the frames each machine frame was named with, for the next events of
+    the same call chain; they then carry no `physical` frame (bt full needs
+    one: pass no `named` there)."""
     def row_at(address: int):
         found = modules(address)
         return _row(found, address) if found is not None else None
@@ -67,13 +72,25 @@ def build_backtrace(registers: Registers, stack: StackCopy, modules: ModuleLooku
             return StopReason.DEPTH_LIMIT          # one more frame than shown
         innermost = machine_frames[0] == 0
         machine_frames[0] += 1
-        named = _frames_of(physical, modules(physical.lookup_pc), innermost, frame_die)
-        if not include_inlined:
-            named = [f for f in named if not f.inlined]
-        frames.extend(named)
-        if _is_main(named):
+        shown = _named(physical, modules(physical.lookup_pc), innermost) if named is not None \
+            else _shown(physical, modules(physical.lookup_pc), innermost)
+        frames.extend(shown)
+        if _is_main(shown):
             return StopReason.COMPLETE
         return StopReason.DEPTH_LIMIT if len(frames) > depth else None
+
+    def _shown(physical: PhysicalFrame, found: ModuleAt | None, innermost: bool) -> list:
+        shown = _frames_of(physical, found, innermost, frame_die)
+        return shown if include_inlined else [f for f in shown if not f.inlined]
+
+    def _named(physical: PhysicalFrame, found: ModuleAt | None, innermost: bool) -> list:
+        key = (found, physical.pc, physical.lookup_pc, physical.signal_trampoline, innermost,
+               frame_die, include_inlined)
+        shown = named.get(key)
+        if shown is None:
+            shown = named[key] = [dataclasses.replace(f, physical=None)
+                                  for f in _shown(physical, found, innermost)]
+        return shown
 
     result = unwind(registers, stack, row_at, depth + 1, visit)
     return Backtrace(tuple(frames[:depth]), _status(result.stop, result.stop_address))
