@@ -131,6 +131,9 @@ class FakeModule:
     def describe_address(self, vaddr: int) -> CodeLocation:
         return CodeLocation(self.check_code_address(vaddr), None, None)
 
+    def plt_stub_name(self, vaddr: int) -> str | None:
+        return None         # fake modules have no PLT
+
     def find_global(self, name: str) -> GlobalVariable | None:
         return self.globals.get(name)
 

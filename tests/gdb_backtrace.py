@@ -5,7 +5,10 @@ import os
 import re
 from dataclasses import dataclass
 
-_FRAME = re.compile(r"#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+) (?:\(.*\))?(?: at (\S+):(\d+)| from (\S+))?$")
+# A C++ function name may hold "(anonymous namespace)", with its space.
+_FUNCTION = r"(\S*(?:\(anonymous namespace\)\S*)*)"
+_FRAME = re.compile(rf"#(\d+)\s+(?:(0x[0-9a-f]+) in )?{_FUNCTION} (?:\(.*\))?"
+                    r"(?: at (\S+):(\d+)| from (\S+))?$")
 
 
 @dataclass(frozen=True)

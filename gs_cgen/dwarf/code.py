@@ -23,15 +23,16 @@ def _x86_64_decoder():
     return capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 
 
-def check_instruction_boundary(elf, vaddr: int) -> str:
+def check_instruction_boundary(elf, vaddr: int, plt_stub=None) -> str:
     """The enclosing function's name; DebugInfoError when `vaddr` is not in
-    code or falls inside an instruction."""
+    code or falls inside an instruction. `plt_stub`: the PLT stub covering
+    `vaddr` (a Symbol, dwarf/plt.py), which no symbol table lists."""
     seg = elf.segment_of(vaddr)
     if seg is None or not seg.executable:
         raise DebugInfoError(f"address 0x{vaddr:x} is not in a code segment of '{elf.path}'",
                              hints=("trace addresses are module virtual addresses "
                                     "(as in `objdump -d` or `gs-cgen info`), not file offsets",))
-    symbol = elf.symbols.function_at(vaddr)
+    symbol = elf.symbols.function_at(vaddr) or plt_stub
     if symbol is None:
         raise DebugInfoError(f"address 0x{vaddr:x} is not inside a known function of "
                              f"'{elf.path}', so its instruction boundary cannot be checked")

@@ -10,12 +10,19 @@ In the probed frame gdb may skip inlined frames that begin at the PC
 (dwarf/scopes.py `_selected`, skip_inline_frames); the frame it stops in
 then takes the line of the call it has not entered yet: the outermost
 skipped DIE's call site (gdb/frame.c find_frame_sal,
-inline_skipped_symbol)."""
+inline_skipped_symbol).
+
+C++ frames are named by their qualified name without parameters, as
+gdb's `bt` prints them (`geo::Widget::area`, `geo::detail::scale<int>`,
+`(anonymous namespace)::leaf`): gdb's physname is the demangled
+DW_AT_linkage_name, and find_frame_funname drops its parameter list."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gs_cgen.dwarf.index import DwarfIndex, die_name
+from gs_cgen.cppnames import parse_cpp_name
+from gs_cgen.dwarf.demangle import demangle
+from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.scopes import _frames, _scope_chain, _selected
 
 
@@ -45,7 +52,8 @@ def source_frames(index: DwarfIndex, function_die, pc: int, pc_line: tuple[str |
     found = []
     for k in range(selected, -1, -1):
         head = heads[k]
-        found.append(SourceFrame(die_name(head), where[0], where[1], k > 0, head.offset))
+        found.append(SourceFrame(frame_function_name(head), where[0], where[1], k > 0,
+                                 head.offset))
         where = (call_file(head), _call_line(head))
     return found
 
@@ -53,3 +61,40 @@ def source_frames(index: DwarfIndex, function_die, pc: int, pc_line: tuple[str |
 def _call_line(die) -> int | None:
     attr = die.attributes.get("DW_AT_call_line")
     return attr.value if attr is not None else None
+
+
+# DW_LANG_C_plus_plus, _03, _11, _14 (DWARF 5 section 7.12).
+_CPP_LANGUAGES = frozenset({0x0004, 0x0019, 0x001A, 0x0021})
+
+
+def frame_function_name(die) -> str | None:
+    """The name gdb's `bt` gives the function or inlined call `die`."""
+    name = die_name(die)
+    language = die.cu.get_top_DIE().attributes.get("DW_AT_language")
+    if language is None or language.value not in _CPP_LANGUAGES:
+        return name
+    linkage = inherited_attr(die, "DW_AT_linkage_name")
+    if linkage is not None:
+        text = demangle(linkage.value.decode("utf-8", "replace"))
+        parsed = parse_cpp_name(text) if text is not None else None
+        if parsed is not None:
+            return parsed.qualified
+    # No linkage name (GCC gives none to a function in an anonymous
+    # namespace, nor to main): the enclosing scopes of its declaration,
+    # as gdb's dwarf2_compute_name.
+    declaration = origin_having(die, "DW_AT_name")
+    return _scope_prefix(declaration) + name if declaration is not None and name else name
+
+
+_SCOPE_TAGS = frozenset({"DW_TAG_namespace", "DW_TAG_class_type", "DW_TAG_structure_type",
+                         "DW_TAG_union_type"})
+
+
+def _scope_prefix(die) -> str:
+    scopes = []
+    parent = die.get_parent()
+    while parent is not None and parent.tag in _SCOPE_TAGS:
+        scopes.append(die_name(parent) or "(anonymous namespace)"
+                      if parent.tag == "DW_TAG_namespace" else die_name(parent) or "")
+        parent = parent.get_parent()
+    return "".join(f"{scope}::" for scope in reversed(scopes))

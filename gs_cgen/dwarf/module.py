@@ -11,7 +11,7 @@ import functools
 import os
 import struct
 
-from gs_cgen.dwarf.cache import open_index_cache
+from gs_cgen.dwarf.cache import MIN_DEBUG_INFO, open_index_cache
 from gs_cgen.dwarf.callsites import calls_to
 from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.uprobe_insn import UprobeHandling, uprobe_handling, writes_only_stack
@@ -21,10 +21,11 @@ from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable, UnwindRow
 from gs_cgen.dwarf.inline import SourceFrame, source_frames
-from gs_cgen.dwarf.elf import ElfImage, SymbolKind
+from gs_cgen.dwarf.elf import ElfImage, Symbol, SymbolKind
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
+from gs_cgen.dwarf.plt import PltStubs, in_plt_section, plt_stubs
 from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable,
                                  IfuncSymbol, LineSite, LoadSegment, OptimizedOut, ThreadLocal,
                                  TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable)
@@ -67,6 +68,9 @@ _BASE_SPELLINGS = {
     "char": ("char",), "signed char": ("signed char",), "unsigned char": ("unsigned char",),
     "float": ("float",), "double": ("double",), "long double": ("long double",),
 }
+
+
+_MIN_EH_FRAME = 64 * 1024
 
 
 def _require_x86_64(elf: ElfImage, name: str) -> None:
@@ -164,6 +168,18 @@ class ModuleDebugInfo:
         data = self._elf.section_bytes(".eh_frame_hdr") if hdr else b""
         own = self._elf.elf.get_dwarf_info(relocate_dwarf_sections=False)
         return CallFrames(own, data, hdr.address if hdr else 0)
+
+    def derived_cache(self):
+        """The on-disk cache by build-id (dwarf/cache.py) for what tools
+        derive from this module per address (unwind/memo.py); None without
+        a build-id, or for a module cheap to decode: under MIN_DEBUG_INFO
+        of .debug_info, as for the DWARF index, and under 64 KiB of
+        .eh_frame (libc's is 150 KiB)."""
+        debug_info = self._debug_elf.section(".debug_info") if self.has_debug_info else None
+        eh_frame = self._elf.section(".eh_frame")
+        large = (debug_info is not None and debug_info.size >= MIN_DEBUG_INFO) or \
+            (eh_frame is not None and eh_frame.size >= _MIN_EH_FRAME)
+        return open_index_cache(self.build_id, 1, minimum=0) if large else None
 
     def unwind_row_at(self, vaddr: int) -> UnwindRow | None:
         """The CFI row (.eh_frame, else .debug_frame) covering `vaddr`, for
@@ -337,6 +353,18 @@ class ModuleDebugInfo:
     @functools.cached_property
     def _dynamic_names(self) -> list[str]:
         return dynamic_symbol_names(self._elf)
+
+    @functools.cached_property
+    def _plt_stubs(self) -> PltStubs:
+        return plt_stubs(self._elf, self._relocations, self._dynamic_names)
+
+    def plt_stub_name(self, vaddr: int) -> str | None:
+        """`NAME@plt` for an address in a PLT stub (dwarf/plt.py), as gdb
+        names it; None elsewhere."""
+        if not in_plt_section(self._elf, vaddr):
+            return None
+        stub = self._plt_stubs.stub_at(vaddr)
+        return stub.name if stub is not None else None
 
     def _inlined_sites(self, name: str) -> list[FunctionSite]:
         """Inlined instances of `name`, in every CU: gdb sets a location on
@@ -686,7 +714,17 @@ class ModuleDebugInfo:
     def check_code_address(self, vaddr: int) -> str:
         """The function containing instruction `vaddr`; DebugInfoError when it
         is not in code or not at an instruction boundary."""
-        return check_instruction_boundary(self._elf, vaddr)
+        return check_instruction_boundary(self._elf, vaddr, self._plt_stub_symbol(vaddr))
+
+    def _plt_stub_symbol(self, vaddr: int):
+        """The PLT stub covering `vaddr` as a symbol (code.py decodes from
+        its start), None outside the PLT."""
+        if self._elf.symbols.function_at(vaddr) is not None or not in_plt_section(self._elf, vaddr):
+            return None
+        stub = self._plt_stubs.stub_at(vaddr)
+        if stub is None:
+            return None
+        return Symbol(stub.name, stub.address, stub.size, SymbolKind.FUNC, True, None)
 
     def describe_address(self, vaddr: int) -> CodeLocation:
         """Function and source line of an instruction (gdb's `info symbol`
@@ -694,7 +732,7 @@ class ModuleDebugInfo:
         above `vaddr` in the same sequence. The function is named as DWARF
         names it (`__libc_malloc`, not its alias `malloc`), as gdb's `bt`."""
         symbol = self._elf.symbols.function_at(vaddr)
-        function = symbol.name if symbol else None
+        function = symbol.name if symbol else self.plt_stub_name(vaddr)
         if not self.has_debug_info:
             return CodeLocation(function, None, None)
         described = self._dwarf.function_at(vaddr)
@@ -738,8 +776,11 @@ class ModuleDebugInfo:
 
         frames = source_frames(self._dwarf, self._dwarf.die_at(hit[1].die_offset), vaddr,
                                (where.file, where.line), call_file, frame_die, skip_at_entry)
-        # The out-of-line function is named as describe_address names it.
-        outer = dataclasses.replace(frames[-1], function=where.function or frames[-1].function)
+        # The out-of-line function is named as describe_address names it
+        # (C: the DWARF name, not an alias); C++ by its qualified name.
+        qualified = frames[-1].function != die_name(self._dwarf.die_at(hit[1].die_offset))
+        outer = frames[-1] if qualified else \
+            dataclasses.replace(frames[-1], function=where.function or frames[-1].function)
         return [*frames[:-1], outer]
 
     def find_type(self, name: str) -> CType | None:

@@ -17,7 +17,7 @@ from gs_cgen.plan.limits import EventLimit, event_limit, object_cap
 from gs_cgen.plan.locations import SYNTHETIC_POINTER
 from gs_cgen.plan.backtrace import (DEFAULT_BACKTRACE_DEPTH, DEFAULT_BACKTRACE_STACK,
                                     backtrace_capture, backtrace_data_size)
-from gs_cgen.plan.model import (BacktraceLine, Capture, CompositeCapture,
+from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, CompositeCapture,
                                 CompositePiece, ConditionCapture, DumpCapture, DumpRef,
                                 KnownBytesCapture,
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep, ScriptString,
@@ -392,6 +392,18 @@ def _typed_read(place: ir.Place, expr: ast.Expr, kind: ast.FormatKind) -> ir.Pla
     return ir.MemoryPlace(ir.NonNull(place.value), base.target)
 
 
+def _size_hints(largest: _SlotSpec, limit: EventLimit, needed: int) -> tuple[str, ...]:
+    """For a `bt` that does not fit: the --backtrace-stack that would."""
+    capture = largest.capture
+    if isinstance(capture, BacktraceCapture):
+        chunk = abi().constants["GS_BT_CHUNK"]
+        room = (limit.size - (needed - capture.stack_bytes)) // chunk * chunk
+        fits = f"at most {room} fits here" if room >= chunk else "none fits beside the other values"
+        return (f"lower --backtrace-stack (the stack window, now {capture.stack_bytes} bytes; "
+                f"{fits})", limit.hint)
+    return (limit.hint,)
+
+
 def _layout(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],
             steps: tuple[Step, ...], limit: EventLimit) -> ProbePlan:
     """Header, executed-lines bitmap, then 8-byte-aligned slots."""
@@ -409,7 +421,7 @@ def _layout(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],
         raise PlanError(f"the values of '{site.pattern_text}' need {offset} bytes per event, "
                         f"more than the {limit.size}-byte limit ({limit.reason}); the largest "
                         f"is '{largest.text}', {largest.size} bytes",
-                        span=largest.span, hints=(limit.hint,))
+                        span=largest.span, hints=_size_hints(largest, limit, offset))
     return ProbePlan(site, tuple(slots), tuple(lines), steps, bitmap_offset, bitmap_words,
                      offset)
 

@@ -56,7 +56,10 @@ def _resolve(block: ast.TraceBlock, modules: ModuleSet) -> list[_Found]:
             module.require_debug_info()
             function = module.check_code_address(address)
             where = module.describe_address(address)
-            return [_Found(module, address, where.function or function, where.file, where.line)]
+            stub = module.plt_stub_name(address)
+            # A PLT stub has no DWARF scope: only $-variables and bt apply there.
+            return [_Found(module, address, where.function or function, where.file, where.line,
+                           no_variables=stub and f"{stub} is a PLT stub (no DWARF describes it)")]
     raise TypeError(block.pattern)
 
 

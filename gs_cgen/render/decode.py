@@ -173,8 +173,16 @@ _BACKTRACE_REGISTERS = {"ip": 16, "sp": 7, "bp": 6, "bx": 3, "r12": 12, "r13": 1
 
 
 def decode_backtrace(capture: BacktraceCapture, sp: int, length: int, data: bytes) -> Backtrace:
-    layout = abi().structs["gs_backtrace_regs"]
-    fields = layout.unpack(data)
-    registers = {_BACKTRACE_REGISTERS[name]: value for name, value in fields.items()}
-    stack = data[layout.size:layout.size + min(length, capture.stack_bytes)]
+    reader, numbers, size = _backtrace_reader()
+    registers = dict(zip(numbers, reader.unpack_from(data)))
+    stack = data[size:size + min(length, capture.stack_bytes)]
     return Backtrace(registers, sp, bytes(stack), capture)
+
+
+@functools.cache
+def _backtrace_reader() -> tuple[struct.Struct, tuple[int, ...], int]:
+    """(compiled reader of gs_backtrace_regs, each field's DWARF register
+    number, the struct's size): every `bt` event decodes one."""
+    layout = abi().structs["gs_backtrace_regs"]
+    reader, names = layout.reader
+    return reader, tuple(_BACKTRACE_REGISTERS[name] for name in names), layout.size

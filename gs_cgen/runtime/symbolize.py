@@ -1,10 +1,18 @@
 """Return addresses of a traced process → function, source line and
 module-relative address, for `bt`. Reads /proc/PID/maps (cached per PID,
 re-read when an address is not covered) and each module's DWARF, opened
-through the process's own view; frames name modules as the process does."""
+through the process's own view; frames name modules as the process does.
+
+Backtraces of one probe visit the same PCs event after event: each PC's
+module is remembered per process (forgotten when the maps are re-read),
+and each module's unwind rows and source frames per address, on disk by
+build-id too (unwind/memo.py), one memo per module however many
+processes or paths map it."""
 from __future__ import annotations
 
+import atexit
 import os
+import time
 from dataclasses import dataclass
 
 from gs_cgen.dwarf import open_module
@@ -14,7 +22,8 @@ from gs_cgen.plan.model import BacktraceShow
 from gs_cgen.runtime.target import Mapping, ProcessTarget, module_file, open_process
 from gs_cgen.unwind import StackCopy
 from gs_cgen.unwind.parameters import with_parameters
-from gs_cgen.unwind.backtrace import Backtrace, CachedRows, ModuleAt, build_backtrace, mapping_bias
+from gs_cgen.unwind.backtrace import Backtrace, ModuleAt, build_backtrace, mapping_bias
+from gs_cgen.unwind.memo import ModuleMemo
 
 
 @dataclass(frozen=True)
@@ -34,7 +43,11 @@ class FrameResolver:
         self._targets: dict[int, ProcessTarget | None] = {}
         self._files: dict[tuple[int, Mapping], ModuleFile] = {}
         self._modules: dict[tuple[int, Mapping], ModuleAt | None] = {}
-        self._by_build_id: dict[str, object] = {}
+        self._memos: dict[object, ModuleMemo] = {}       # by build-id (else the module)
+        self._by_pc: dict[int, dict[int, ModuleAt]] = {}  # pid -> PC -> its module
+        self._named: dict[int, dict] = {}  # pid -> machine frame -> its shown frames
+        self._gone: dict[int, float] = {}  # pid -> when /proc last had no such process
+        atexit.register(self.flush)
 
     def __call__(self, pid: int, address: int, is_return_address: bool) -> Frame:
         found = self._mapping(pid, address)
@@ -60,13 +73,40 @@ class FrameResolver:
         capture = value.capture
         inlined = capture.show in (BacktraceShow.FRAMES, BacktraceShow.FULL)
         stack = StackCopy(value.stack_base, value.stack)
+        full = capture.show is BacktraceShow.FULL
         found = build_backtrace(value.registers, stack,
                                 lambda address: self._module_at(pid, address),
                                 capture.max_frames, include_inlined=inlined,
-                                frame_die=capture.frame_die)
-        return with_parameters(found, stack) if capture.show is BacktraceShow.FULL else found
+                                frame_die=capture.frame_die,
+                                named=None if full else self._named.setdefault(pid, {}))
+        for memo in self._memos.values():
+            memo.flush()
+        return with_parameters(found, stack) if full else found
+
+    def flush(self) -> None:
+        """Store what the memos learnt (at exit; unwind/memo.py)."""
+        for memo in self._memos.values():
+            memo.flush(force=True)
 
     def _module_at(self, pid: int, address: int) -> ModuleAt | None:
+        known = self._by_pc.get(pid)
+        if known is not None and address in known:
+            return known[address]
+        found = self._mapped_module_at(pid, address)
+        if found is not None:
+            known = self._by_pc.setdefault(pid, {})
+            if len(known) >= _MAX_PCS:
+                self._forget_pcs(pid)
+                known = self._by_pc.setdefault(pid, {})
+            known[address] = found
+        return found
+
+    def _forget_pcs(self, pid: int) -> None:
+        """Its maps are re-read: what was found by PC may have moved."""
+        self._by_pc.pop(pid, None)
+        self._named.pop(pid, None)
+
+    def _mapped_module_at(self, pid: int, address: int) -> ModuleAt | None:
         found = self._mapping(pid, address)
         if found is None:
             return None
@@ -85,11 +125,12 @@ class FrameResolver:
         bias = mapping_bias(module, mapping.start, mapping.offset)
         if bias is None:
             return None
-        # One set of unwind rows per build-id: the same library mapped from
-        # several paths (containers, symlinks) decodes its CFI once.
-        module = self._by_build_id.setdefault(module.build_id, module) if module.build_id \
-            else module
-        return ModuleAt(CachedRows(module), os.path.basename(mapping.path), bias)
+        # One memo per build-id: the same library mapped from several
+        # paths (containers, symlinks) decodes its CFI once.
+        key = module.build_id or module
+        if key not in self._memos:
+            self._memos[key] = ModuleMemo(module, module.derived_cache())
+        return ModuleAt(self._memos[key], os.path.basename(mapping.path), bias)
 
     def _file(self, target: ProcessTarget, mapping: Mapping) -> ModuleFile:
         key = (target.pid, mapping)
@@ -102,21 +143,32 @@ class FrameResolver:
         has exited by the time they render are named with the maps it had."""
         try:
             self._targets[pid] = open_process(pid)
+            self._forget_pcs(pid)
         except GsError:
             pass
 
     def _mapping(self, pid: int, address: int) -> tuple[ProcessTarget, Mapping] | None:
         for refresh in (False, True):
+            if refresh and time.monotonic() - self._gone.get(pid, -_RETRY_GONE) < _RETRY_GONE:
+                break                 # exited just now: no /proc to re-read
             if refresh or pid not in self._targets:
+                self._forget_pcs(pid)
                 try:
                     self._targets[pid] = open_process(pid)
                 except GsError:       # gone: keep the maps it had, if any
                     self._targets.setdefault(pid, None)
+                    self._gone[pid] = time.monotonic()
             target = self._targets[pid]
             for m in target.mappings if target else ():
                 if m.start <= address < m.end and m.is_file:
                     return target, m
         return None
+
+
+# An exited process's events render with the maps it had; its PID is
+# looked up again only after this long (a new process may reuse it).
+_RETRY_GONE = 1.0
+_MAX_PCS = 1 << 16      # remembered PCs per process (a bound; loops revisit a few)
 
 
 def _file_offset_to_vaddr(module, file_offset: int) -> int | None:

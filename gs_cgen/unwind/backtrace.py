@@ -7,8 +7,8 @@ reaches either is complete. Modules come from `modules(address)`, which
 the runtime answers from the process's maps (runtime/backtrace.py)."""
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 
 from gs_cgen.errors import GsError
@@ -51,32 +51,53 @@ class Backtrace:
 
 
 def build_backtrace(registers: Registers, stack: StackCopy, modules: ModuleLookup, depth: int,
-                    include_inlined: bool = True, frame_die: int | None = None) -> Backtrace:
+                    include_inlined: bool = True, frame_die: int | None = None,
+                    named: dict | None = None) -> Backtrace:
     """At most `depth` frames (as shown: inlined frames count unless left
-    out); `frame_die` is the probe's frame (plan/model.py ProbeSite)."""
+    out); `frame_die` is the probe's frame (plan/model.py ProbeSite). Each
+    machine frame is named as the walk finds it, and the walk ends at
+    `main` or once a frame beyond `depth` exists. `named`, when given, keeps
+    the frames each machine frame was named with, for the next events of
+    the same call chain; they then carry no `physical` frame (bt full needs
+    one: pass no `named` there)."""
     def row_at(address: int):
         found = modules(address)
         return _row(found, address) if found is not None else None
 
-    result = unwind(registers, stack, row_at, depth)
     frames: list[BacktraceFrame] = []
-    for index, physical in enumerate(result.frames):
-        named = _frames_of(physical, modules(physical.lookup_pc), index == 0, frame_die)
-        if not include_inlined:
-            named = [f for f in named if not f.inlined]
-        frames.extend(named)
-        last = index + 1 == len(result.frames)
-        if _is_main(named):
-            last, result = True, dataclasses.replace(result, stop=StopReason.COMPLETE)
-        if len(frames) > depth or (len(frames) == depth and not last):
-            return Backtrace(tuple(frames[:depth]), StopReason.DEPTH_LIMIT.value)
-        if last:
-            break
-    return Backtrace(tuple(frames), _status(result.stop, result.stop_address))
+    machine_frames = [0]
+
+    def visit(physical: PhysicalFrame) -> StopReason | None:
+        if len(frames) >= depth:
+            return StopReason.DEPTH_LIMIT          # one more frame than shown
+        innermost = machine_frames[0] == 0
+        machine_frames[0] += 1
+        shown = _named(physical, modules(physical.lookup_pc), innermost) if named is not None \
+            else _shown(physical, modules(physical.lookup_pc), innermost)
+        frames.extend(shown)
+        if _is_main(shown):
+            return StopReason.COMPLETE
+        return StopReason.DEPTH_LIMIT if len(frames) > depth else None
+
+    def _shown(physical: PhysicalFrame, found: ModuleAt | None, innermost: bool) -> list:
+        shown = _frames_of(physical, found, innermost, frame_die)
+        return shown if include_inlined else [f for f in shown if not f.inlined]
+
+    def _named(physical: PhysicalFrame, found: ModuleAt | None, innermost: bool) -> list:
+        key = (found, physical.pc, physical.lookup_pc, physical.signal_trampoline, innermost,
+               frame_die, include_inlined)
+        shown = named.get(key)
+        if shown is None:
+            shown = named[key] = [dataclasses.replace(f, physical=None)
+                                  for f in _shown(physical, found, innermost)]
+        return shown
+
+    result = unwind(registers, stack, row_at, depth + 1, visit)
+    return Backtrace(tuple(frames[:depth]), _status(result.stop, result.stop_address))
 
 
 def _status(stop: StopReason, address: int | None) -> str:
-    if stop is StopReason.NO_UNWIND_INFO:
+    if stop is StopReason.NO_UNWIND_INFO and address is not None:
         return f"no unwind info for 0x{address:x}"
     return stop.value
 
@@ -122,31 +143,3 @@ def mapping_bias(module, start: int, file_offset: int) -> int | None:
         if segment.offset <= file_offset < segment.offset + max(segment.filesz, 1):
             return start - (file_offset - segment.offset + segment.vaddr)
     return None
-
-
-class CachedRows:
-    """A module whose CFI rows are remembered per address (a loop's events
-    unwind through the same return addresses again and again)."""
-
-    def __init__(self, module) -> None:
-        self._module = module
-        self._rows: dict[int, object] = {}
-        self._sources: dict[tuple, list] = {}
-
-    def __getattr__(self, name: str):
-        return getattr(self._module, name)
-
-    def unwind_row_at(self, vaddr: int):
-        if vaddr not in self._rows:
-            self._rows[vaddr] = self._module.unwind_row_at(vaddr)
-        return self._rows[vaddr]
-
-    def frame_variables_at(self, vaddr: int, frame_die: int):
-        return self._module.frame_variables_at(vaddr, frame_die)
-
-    def source_frames_at(self, vaddr: int, frame_die: int | None = None,
-                         skip_at_entry: bool = False):
-        key = (vaddr, frame_die, skip_at_entry)
-        if key not in self._sources:
-            self._sources[key] = self._module.source_frames_at(vaddr, frame_die, skip_at_entry)
-        return self._sources[key]

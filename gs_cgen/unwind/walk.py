@@ -18,37 +18,55 @@ class _Stop(Exception):
         self.reason, self.address = reason, address
 
 
+Visit = Callable[[PhysicalFrame], "StopReason | None"]
+
+
 def unwind(registers: Registers, stack: StackCopy, row_at: RowLookup,
-           max_frames: int) -> UnwindResult:
+           max_frames: int, visit: Visit | None = None) -> UnwindResult:
     """Frames innermost first, at most `max_frames` of them, and why the
     walk stopped. `registers` are the probed thread's (rip and rsp at
     least); `row_at` gives the CFI row for a run-time address, None where
-    no module or FDE covers it."""
+    no module or FDE covers it. `visit(frame)`, called on each frame as it
+    is found, may end the walk there with its own reason (the caller
+    that names frames stops at `main`, as gdb, without unwinding libc's
+    start-up frames above it)."""
     pc = registers.get(RIP)
     if pc is None or RSP not in registers:
         return UnwindResult((), StopReason.UNREADABLE)
     frames: list[PhysicalFrame] = []
+
+    def found(frame: PhysicalFrame, reason: StopReason | None,
+              address: int | None = None) -> UnwindResult | None:
+        frames.append(frame)
+        verdict = visit(frame) if visit is not None else None
+        if verdict is not None:
+            return UnwindResult(tuple(frames), verdict)
+        return UnwindResult(tuple(frames), reason, address) if reason is not None else None
+
     current, exact_pc = dict(registers), True
     while True:
         lookup_pc = pc if exact_pc else pc - 1
         row = row_at(lookup_pc)
         if row is None:
-            frames.append(PhysicalFrame(pc, lookup_pc, None, current))
-            return UnwindResult(tuple(frames), StopReason.NO_UNWIND_INFO, pc)
+            return found(PhysicalFrame(pc, lookup_pc, None, current), StopReason.NO_UNWIND_INFO, pc)
         try:
             cfa, caller = _caller_registers(row, current, stack)
         except _Stop as stop:
-            frames.append(PhysicalFrame(pc, lookup_pc, None, current, row.signal_frame))
-            return UnwindResult(tuple(frames), stop.reason, stop.address)
-        frames.append(PhysicalFrame(pc, lookup_pc, cfa, current, row.signal_frame))
+            return found(PhysicalFrame(pc, lookup_pc, None, current, row.signal_frame),
+                         stop.reason, stop.address)
         return_address = caller.get(RIP)
         if return_address is None or return_address == 0:
-            return UnwindResult(tuple(frames), StopReason.COMPLETE)    # the outermost frame
-        if not row.signal_frame and caller[RSP] <= current[RSP]:
+            reason = StopReason.COMPLETE                                # the outermost frame
+        elif not row.signal_frame and caller[RSP] <= current[RSP]:
             # gdb: "previous frame inner to this frame (corrupt stack?)"
-            return UnwindResult(tuple(frames), StopReason.UNREADABLE)
-        if len(frames) == max_frames:
-            return UnwindResult(tuple(frames), StopReason.DEPTH_LIMIT)
+            reason = StopReason.UNREADABLE
+        elif len(frames) + 1 == max_frames:
+            reason = StopReason.DEPTH_LIMIT
+        else:
+            reason = None
+        result = found(PhysicalFrame(pc, lookup_pc, cfa, current, row.signal_frame), reason)
+        if result is not None:
+            return result
         # A signal frame's caller was interrupted at `pc`, not called from it.
         pc, current, exact_pc = return_address, caller, row.signal_frame
 

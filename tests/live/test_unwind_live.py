@@ -16,7 +16,8 @@ from tests.live.conftest import FIXTURES, RunningTarget, gs_cgen, require
 from tests.live.test_libpython_live import _python311
 
 FLAGS = ["-O2", "-g", "-fomit-frame-pointer"]
-FRAME = re.compile(r"  #(\d+) (?:(<signal handler called>)|(\S+)(?: at (\S+):(\d+))?) "
+FRAME = re.compile(r"  #(\d+) (?:(<signal handler called>)|(\S*(?:\(anonymous namespace\)\S*)*)"
+                   r"(?: at (\S+):(\d+))?) "
                    r"\[([^\]+]+)\+0x([0-9a-f]+)\]( \(inlined\))?")
 
 
@@ -168,3 +169,71 @@ def test_bt_full_values_are_gdbs(chain):
     # chain_leaf's path/depth in all three, chain_recurse's n in three
     # callers (callee-saved registers restored by CFI), run_paths's i
     assert recovered >= 12
+
+
+def _objdump_stub(binary, stub: str) -> int:
+    """The link-time address objdump labels `<stub>` (its own synthetic
+    symbols, independent of gs-cgen's PLT decoding)."""
+    listing = subprocess.run(["objdump", "-d", str(binary)], capture_output=True, text=True,
+                             check=True).stdout
+    found = re.search(rf"^([0-9a-f]+) <{re.escape(stub)}>:$", listing, re.M)
+    assert found, f"objdump labels no {stub}"
+    return int(found.group(1), 16)
+
+
+@pytest.fixture(scope="module")
+def chain_ibt(chain):
+    """chain_main linked with IBT PLTs: the named stubs are in .plt.sec
+    (endbr64; bnd jmp *slot), the .plt entries only push and jump."""
+    out = chain.parent / "chain_main_ibt"
+    subprocess.run(["gcc", *FLAGS, "-fcf-protection=full", "-Wl,-z,ibtplt", "-o", str(out),
+                    str(FIXTURES / "unwind" / "chain_main.c"), "-L", str(chain.parent),
+                    "-lchain", "-Wl,-rpath,$ORIGIN"], check=True)
+    return out
+
+
+@pytest.mark.parametrize("build", ["chain", "chain_ibt"])
+def test_plt_stub_frames_equal_gdbs(build, request):
+    """A probe on a PLT stub's first instruction: frame #0 is
+    `chain_enter@plt`, as gdb's `bt` at `break *'chain_enter@plt'`."""
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    binary = request.getfixturevalue(build)
+    stub = _objdump_stub(binary, "chain_enter@plt")
+    section = subprocess.run(["objdump", "-d", "-j", ".plt.sec" if build == "chain_ibt" else ".plt",
+                              str(binary)], capture_output=True, text=True, check=True).stdout
+    assert f"<chain_enter@plt>:" in section          # the stub layout under test
+    result = gs_cgen("trace", "-s", f"trace {binary.name}:0x{stub:x} {{ bt; }}", "--output",
+                     "plain", "--max-events", "1", "--", str(binary), "once")
+    assert result.returncode == 0, result.stderr
+    (header, lines), = backtraces(result.stdout)
+    oracle = gdb_bts([str(binary), "once"], "*'chain_enter@plt'", 1)
+    expected = [(f.function, f.file, f.line) for f in parse_bt(oracle[0])]
+    assert expected[0] == ("chain_enter@plt", None, None)
+    assert header == f"backtrace: complete, {len(expected)} frames"
+    assert shown_frames(lines) == expected
+    assert lines[0] == f"  #0 chain_enter@plt [{binary.name}+0x{stub:x}]"
+
+
+def test_cpp_frames_are_qualified_as_gdbs(build_dir):
+    """C++ frames by their qualified names, as gdb's `bt`: a method, an
+    operator, an inlined static member, a template instance in a nested
+    namespace, a function in an anonymous namespace."""
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    binary = build_dir / "unwind" / "chain_cpp"
+    binary.parent.mkdir(exist_ok=True)
+    subprocess.run(["g++", *FLAGS, "-o", str(binary), str(FIXTURES / "unwind" / "chain_cpp.cpp")],
+                   check=True)
+    result = gs_cgen("trace", "-s", "trace leaf { bt; }", "--output", "plain", "--",
+                     str(binary), "once")
+    assert result.returncode == 0, result.stderr
+    (header, lines), = backtraces(result.stdout)
+    expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_bts([str(binary), "once"],
+                                                                      "leaf", 1)[0])]
+    assert [f[0] for f in expected] == [
+        "(anonymous namespace)::leaf", "geo::detail::scale<int>", "geo::Widget::twice",
+        "geo::Widget::area", "geo::Widget::operator()", "main"]
+    assert header == f"backtrace: complete, {len(expected)} frames"
+    assert shown_frames(lines) == expected
+    assert lines[2].endswith("(inlined)")

@@ -78,3 +78,25 @@ def test_the_old_8_kib_limit_is_gone():
     # 8,792 bytes: refused before as "more than the 8192-byte limit".
     (probe,) = plan(dump(8728), dump_cap=8728).probes
     assert probe.event_size == 8792
+
+
+def bt_plan(stack: int, transport=EventTransport.RINGBUF):
+    options = PlanOptions("t.gs", PidNamespace(False), transport, backtrace_stack=stack)
+    return build_plan(parse("trace handle { print fd; bt; }"), ModuleSet.of(server_module()),
+                      options)
+
+
+def test_a_backtrace_window_too_large_says_which_window_fits():
+    with pytest.raises(PlanError) as err:
+        bt_plan(100_000, EventTransport.PERF)
+    assert "the largest is 'backtrace'" in err.value.message
+    hint = err.value.hints[0]
+    assert hint.startswith("lower --backtrace-stack (the stack window, now 99840 bytes; at most ")
+    fits = int(hint.split("at most ")[1].split()[0])
+    (probe,) = bt_plan(fits, EventTransport.PERF).probes            # the advice holds
+    assert probe.event_size <= event_limit(EventTransport.PERF).size
+    with pytest.raises(PlanError):
+        bt_plan(fits + 512, EventTransport.PERF)
+    with pytest.raises(PlanError) as err:
+        bt_plan(2_000_000)
+    assert err.value.hints[0].startswith("lower --backtrace-stack")
