@@ -97,6 +97,7 @@ class TraceSession:
         self.maps: dict[str, BpfMap] = {}   # by C name, whichever way the program was loaded
         self.cached = None                  # progload.LoadedProgram on a cache hit
         self.loaded_from = ""               # "cache" or "compiler", once loaded
+        self.stored = False                 # the compiled program went into the cache
         self._loaded_as: dict[str, progcache.LoadedAs] = {}   # compile path, for the cache
         self.attached: list[AttachedProbe] = []
         self.ring: RingBufferReader | None = None
@@ -217,6 +218,15 @@ class TraceSession:
     def _store(self, sleepable: bool, program) -> None:
         if self.plan.transport is EventTransport.RINGBUF and progcache.enabled():
             progcache.write_cached(self._cache_key(sleepable), program)
+            self.stored = self.stored or not program.refused
+
+    @property
+    def load_note(self) -> str:
+        """How the program was loaded, for --dry-run."""
+        if self.loaded_from == "cache":
+            return "BPF program loaded from the compiled-program cache (not compiled)"
+        stored = ", stored in the compiled-program cache" if self.stored else ""
+        return f"BPF program compiled by BCC{stored}"
 
     def _load_function(self, bcc, site: ProbeSite, sleepable: bool):
         name = probe_function_name(site.probe_id).encode()
