@@ -184,18 +184,54 @@ def entry_path(key: str) -> str | None:
     return None if root is None else os.path.join(root, "programs", f"{key}.marshal")
 
 
+# Entries kept: the least recently used beyond this are removed on a write.
+MAX_ENTRIES = 256
+
+
 def read_cached(key: str) -> CachedProgram | None:
-    """The entry under `key`, or None (absent, unreadable, malformed)."""
+    """The entry under `key`, or None (absent, unreadable, malformed, or
+    one that another user could have written)."""
     path = entry_path(key)
-    if path is None or not os.path.exists(path):
+    if path is None or not _ours(path) or not _ours(os.path.dirname(path)):
         return None
-    return from_plain(read_entry(path, _FORMAT_VERSION, key))
+    program = from_plain(read_entry(path, _FORMAT_VERSION, key))
+    if program is not None:
+        try:
+            os.utime(path)                   # recently used: kept longest
+        except OSError:
+            pass
+    return program
+
+
+def _ours(path: str) -> bool:
+    """Whether only we could have written `path`. Its programs are loaded
+    into the kernel as root: an entry someone else could write (a sudo
+    that kept the user's XDG_CACHE_HOME) would be their code."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return False
+    return stat.st_uid == os.geteuid() and not stat.st_mode & 0o022
 
 
 def write_cached(key: str, program: CachedProgram) -> None:
     path = entry_path(key)
-    if path is not None:
-        write_entry(path, _FORMAT_VERSION, key, to_plain(program))
+    if path is None:
+        return
+    write_entry(path, _FORMAT_VERSION, key, to_plain(program))
+    _evict_beyond(os.path.dirname(path), MAX_ENTRIES)
+
+
+def _evict_beyond(directory: str, keep: int) -> None:
+    try:
+        entries = [entry for entry in os.scandir(directory) if entry.name.endswith(".marshal")]
+        if len(entries) <= keep:
+            return
+        entries.sort(key=lambda entry: entry.stat().st_mtime_ns, reverse=True)
+        for entry in entries[keep:]:
+            os.unlink(entry.path)
+    except OSError:
+        pass                                 # best effort, as the cache itself
 
 
 def to_plain(program: CachedProgram) -> tuple:

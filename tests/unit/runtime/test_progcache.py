@@ -3,6 +3,7 @@ and their patching, entries on disk (no root, no kernel)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import struct
 
 import pytest
@@ -137,3 +138,30 @@ def test_the_switch_and_no_cache_turn_it_off(tmp_path, monkeypatch):
     assert not progcache.enabled({"GS_CGEN_PROGRAM_CACHE": "off"})
     monkeypatch.setenv("GS_CGEN_NO_CACHE", "1")
     assert not progcache.enabled({})
+
+
+def test_an_entry_others_could_write_is_not_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    key = cache_key(_BASE)
+    progcache.write_cached(key, _entry())
+    path = progcache.entry_path(key)
+    os.chmod(path, 0o666)
+    assert progcache.read_cached(key) is None
+    os.chmod(path, 0o600)
+    os.chmod(os.path.dirname(path), 0o777)
+    assert progcache.read_cached(key) is None
+    os.chmod(os.path.dirname(path), 0o755)
+    assert progcache.read_cached(key) == _entry()
+
+
+def test_the_least_recently_used_entries_go_beyond_the_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(progcache, "MAX_ENTRIES", 3)
+    keys = [cache_key(dataclasses.replace(_BASE, c_text=str(i))) for i in range(4)]
+    for age, key in enumerate(keys[:3]):
+        progcache.write_cached(key, _entry())
+        os.utime(progcache.entry_path(key), ns=(age * 10**9, age * 10**9))
+    assert progcache.read_cached(keys[0]) == _entry()      # used: now the newest
+    progcache.write_cached(keys[3], _entry())
+    kept = {key for key in keys if os.path.exists(progcache.entry_path(key))}
+    assert kept == {keys[0], keys[2], keys[3]}
