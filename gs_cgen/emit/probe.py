@@ -26,10 +26,12 @@ from dataclasses import dataclass
 
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
+from gs_cgen.emit.aggregations import emit_aggregate
 from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
-from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, DumpCapture, IfStep,
+from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
+                                 CompositeCapture, DumpCapture, IfStep,
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
                                 ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot)
 
@@ -57,14 +59,37 @@ def emit_probe(probe: ProbePlan) -> str:
     # every register is copied to a local once, straight off ctx.
     for register in _registers(probe):
         w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
-    if _conditions(probe):
+    if not probe.lines:
+        # Aggregations only: the map updates are the whole probe, no event.
+        _decide_only(w, probe)
+        w.line("return 0;")
+        return _function(probe, w)
+    if _conditions(probe) or aggregate_steps(probe.steps):
         _decide_then_build(w, probe)
     else:
         _build(w, probe, started=False)
         _fill_values(w, probe, probe.steps, guarded=False)
     w.line(f"return {_event_functions(probe).submit}(ctx, ev, {probe.event_size});")
+    return _function(probe, w)
+
+
+def _function(probe: ProbePlan, w: CWriter) -> str:
     header = f"int {c.probe_function_name(probe.site.probe_id)}(struct pt_regs *ctx)\n{{"
     return "\n".join([header, w.text(), "}", ""])
+
+
+def _decide_only(w: CWriter, probe: ProbePlan) -> None:
+    """A probe that sends nothing: what its updates read, then the updates
+    (in the decide phase's order, inside their `if`s; an `if` of such a
+    probe has a line, its ExprError, so it never gets here)."""
+    nodes = _condition_nodes(probe)
+    if _header_needed(probe, nodes):
+        w.line("struct gs_event_hdr gs_hdr = {};")
+        w.line(f"gs_fill_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, 0);")
+        w.line("struct gs_event_hdr *hdr = &gs_hdr;")
+    _lookups(w, probe, nodes, set())
+    for step in probe.steps:
+        _decide_step(w, probe, step)
 
 
 def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
@@ -180,6 +205,8 @@ def _decide_step(w: CWriter, probe: ProbePlan, step: Step) -> None:
             w.line(f"{_mark(bit)};")
         case IfStep():
             _decide_if(w, probe, step)
+        case AggregateStep():
+            emit_aggregate(w, step)
 
 
 def _decide_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
@@ -298,8 +325,10 @@ def _conditions(probe: ProbePlan) -> list[IfStep]:
 
 
 def _condition_nodes(probe: ProbePlan) -> list:
-    return list(ir.walk(probe.slots[step.error_slot].capture.condition
-                        for step in _conditions(probe)))
+    """What the decide phase evaluates: conditions and aggregation updates."""
+    updates = [v for step in aggregate_steps(probe.steps) for v in aggregate_scalars(step)]
+    return list(ir.walk([*(probe.slots[step.error_slot].capture.condition
+                           for step in _conditions(probe)), *updates]))
 
 
 def _header_needed(probe: ProbePlan, nodes) -> str:

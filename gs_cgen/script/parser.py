@@ -32,6 +32,8 @@ from gs_cgen.source import SourceSpan
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 SPECIAL_VARIABLES = ("pid", "tid", "host_pid", "input_pid", "timestamp", "pc", "sp")
+# Lists of variables, in `print` only (plan/variables.py).
+VARIABLE_LIST_SPECIALS = ("args", "locals")
 
 # name -> (fewest, most) arguments, and how the usage reads in errors.
 BUILTINS = {
@@ -248,6 +250,27 @@ class _ToAst(Transformer):
         return ast.Backtrace(_meta_span(meta),
                              ast.BacktraceMode(str(mode)) if mode else ast.BacktraceMode.DEFAULT)
 
+    def count_stmt(self, meta, children):
+        name, keys = children
+        return self._aggregate(meta, ast.AggregationKind.COUNT, name, None, keys)
+
+    def sum_stmt(self, meta, children):
+        name, value, keys = children
+        return self._aggregate(meta, ast.AggregationKind.SUM, name, value, keys)
+
+    def hist_stmt(self, meta, children):
+        name, value, keys = children
+        return self._aggregate(meta, ast.AggregationKind.HIST, name, value, keys)
+
+    def by_clause(self, meta, keys):
+        return tuple(keys)
+
+    def _aggregate(self, meta, kind, name, value, keys):
+        keys = keys or ()
+        return ast.Aggregate(kind, str(name), value, keys,
+                             tuple(self._source(key.span) for key in keys),
+                             _meta_span(meta), _token_span(name))
+
     def assign_stmt(self, meta, children):
         # GhostScope's wording (docs/scripting.md, "Scoping & Shadowing").
         raise ScriptError(
@@ -378,9 +401,9 @@ def integer(text: str, span: SourceSpan) -> int:
 def special_variable(text: str, span: SourceSpan) -> ast.SpecialVar:
     """`$pid` etc.; anything else lists the valid names."""
     ident = text[1:]
-    if ident in SPECIAL_VARIABLES:
+    if ident in SPECIAL_VARIABLES or ident in VARIABLE_LIST_SPECIALS:
         return ast.SpecialVar(ident, span)
-    valid = tuple("$" + name for name in SPECIAL_VARIABLES)
+    valid = tuple("$" + name for name in (*SPECIAL_VARIABLES, *VARIABLE_LIST_SPECIALS))
     raise ScriptError(f"unknown special variable '{text}'", span,
                       hints=("special variables are " + ", ".join(valid),),
                       candidates=nearest(text, valid))
@@ -435,7 +458,7 @@ _REGEX_TERMINALS = {
                "MODULE:0xADDR)",
     "QUALIFIED_NAME": "a name",
 }
-_STATEMENT_STARTS = {"print", "let", "if", "bt", "backtrace"}
+_STATEMENT_STARTS = {"print", "let", "if", "bt", "backtrace", "count", "sum", "hist"}
 _OPERAND_STARTS = {"NAME", "QUALIFIED_NAME", "INT", "STRING", "SPECIAL", "true", "false",
                    "cast", "(", "-", "!", "~", "*", "&"}
 # Binary operators plus the postfix ones (`.`, `[`, call `(`).
