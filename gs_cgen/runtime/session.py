@@ -337,29 +337,23 @@ class TraceSession:
 
     def event_counts(self) -> EventCounts:
         """The probes' sent/failed counters, summed over probes and CPUs."""
-        counts = self.map(abi().map_names["GS_MAP_COUNTS"])
-        layout = abi().structs["gs_event_counts"]
-        sent = failed = 0
-        for index in range(counts.max_entries):
-            stored = counts.lookup(_U32.pack(index))
-            for slot in counts.per_cpu_values(stored or b""):
-                values = layout.unpack_fast(slot)
-                sent, failed = sent + values["sent"], failed + values["failed"]
-        return EventCounts(sent, failed)
+        per_probe = self.probe_event_counts().values()
+        return EventCounts(sum(sent for sent, _ in per_probe),
+                           sum(failed for _, failed in per_probe))
 
-    def aggregation_map(self, name: str):
-        """An aggregation's map (or its dropped counters) by fd, as
-        runtime/bpfmaps.py BpfMap. (`bpfcache` adds TraceSession.map(name)
-        for the same; the two are to be unified.)"""
-        from gs_cgen.runtime.bpfmaps import BpfMap  # noqa: PLC0415
-        return BpfMap.from_fd(self.bpf[name].map_fd)
+    def aggregation_map(self, name: str) -> BpfMap:
+        """An aggregation's map (or its dropped counters) by fd: map(name)."""
+        return self.map(name)
 
     def probe_event_counts(self) -> dict[int, tuple[int, int]]:
         """Per probe id: (sent, failed) events, summed over CPUs (--stats)."""
-        table = self.bpf[abi().map_names["GS_MAP_COUNTS"]]
+        counts = self.map(abi().map_names["GS_MAP_COUNTS"])
+        layout = abi().structs["gs_event_counts"]
         totals = {}
-        for index, per_cpu in table.items():
-            totals[index.value] = (sum(c.sent for c in per_cpu), sum(c.failed for c in per_cpu))
+        for index in range(counts.max_entries):
+            stored = counts.lookup(_U32.pack(index))
+            per_cpu = [layout.unpack_fast(slot) for slot in counts.per_cpu_values(stored or b"")]
+            totals[index] = (sum(c["sent"] for c in per_cpu), sum(c["failed"] for c in per_cpu))
         return totals
 
     def program_fd(self, probe_id: int) -> int:
