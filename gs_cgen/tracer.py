@@ -53,6 +53,7 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         if session.read_mode.note:
             diagnostics(session.read_mode.note)
         if options.dry_run:
+            diagnostics(session.load_note)
             _print_sites(compiled)
             return 0
         keeper = OffsetKeeper(session, compiled.plan.modules, options.pid, notes=diagnostics)

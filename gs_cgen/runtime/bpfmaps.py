@@ -79,16 +79,20 @@ class BpfMap:
     value_size: int
     max_entries: int
     name: str
+    flags: int = 0
 
     @classmethod
-    def from_fd(cls, fd: int) -> "BpfMap":
+    def from_fd(cls, fd: int, name: str | None = None) -> "BpfMap":
+        """The map behind `fd`; `name` its full C name (the kernel keeps 15
+        characters of it)."""
         info = _MapInfo()
         length = ctypes.c_uint32(ctypes.sizeof(info))
         if libbpf().bpf_obj_get_info_by_fd(fd, ctypes.byref(info), ctypes.byref(length)) < 0:
             raise RuntimeTraceError(f"cannot read BPF map {fd}'s shape: "
                                     f"{os.strerror(ctypes.get_errno())}")
         return cls(fd, info.type, info.key_size, info.value_size, info.max_entries,
-                   info.name.decode(errors="replace"))
+                   name if name is not None else info.name.decode(errors="replace"),
+                   info.map_flags)
 
     @property
     def per_cpu(self) -> bool:

@@ -1,5 +1,10 @@
 """BCC load / attach / detach and map population: the only importer of bcc.
 
+A program compiled before with the same inputs is loaded from the
+compiled-program cache (runtime/progcache.py, progload.py) without BCC;
+maps are read and written by fd either way (runtime/bpfmaps.py), with the
+ABI's byte layouts.
+
 Uprobes are attached at an explicit file offset (never by symbol), as BPF
 links (runtime/uprobe_links.py: Linux 6.6+, detached 100x faster) or else
 through libbcc's bpf_attach_uprobe, which on kernels with the uprobe PMU
@@ -10,8 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import hashlib
 import io
 import os
+import struct
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -21,9 +29,12 @@ from gs_cgen.abi import HEADER_PATH, abi
 from gs_cgen.emit.c import SLEEPABLE_MACRO, probe_function_name
 from gs_cgen.errors import PrivilegeError, RuntimeTraceError
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
+from gs_cgen.runtime import progcache
+from gs_cgen.runtime.bpfmaps import BpfMap
 from gs_cgen.runtime.collector import EventCounts
 from gs_cgen.runtime.ringbuf import Record, RingBufferReader
-from gs_cgen.runtime.sleepable import (ReadMode, choose_read_mode, load_sleepable,
+from gs_cgen.runtime.sleepable import (BPF_F_SLEEPABLE, BPF_PROG_TYPE_KPROBE, ReadMode,
+                                       choose_read_mode, kernel_support, load_sleepable,
                                        verifier_reason)
 from gs_cgen.runtime.target import SectionOffsets
 from gs_cgen.runtime.uprobe_links import (BPF_TRACE_UPROBE_MULTI, attach_link,
@@ -61,6 +72,13 @@ def bcc_version() -> str:
         return "not installed"
 
 
+@dataclass(frozen=True)
+class LoadedFunction:
+    """A program loaded from the cache (BCC's BPF.Function on the compile path)."""
+
+    fd: int
+
+
 @dataclass
 class AttachedProbe:
     site: ProbeSite
@@ -76,6 +94,11 @@ class TraceSession:
         self.c_text = c_text
         self.bpf = None
         self.functions = {}
+        self.maps: dict[str, BpfMap] = {}   # by C name, whichever way the program was loaded
+        self.cached = None                  # progload.LoadedProgram on a cache hit
+        self.loaded_from = ""               # "cache" or "compiler", once loaded
+        self.stored = False                 # the compiled program went into the cache
+        self._loaded_as: dict[str, progcache.LoadedAs] = {}   # compile path, for the cache
         self.attached: list[AttachedProbe] = []
         self.ring: RingBufferReader | None = None
         self.pending: list[bytes] = []      # perf events copied out, not yet handled
@@ -88,22 +111,37 @@ class TraceSession:
     def load(self) -> None:
         """Compile with clang and pass every probe through the verifier:
         as sleepable uprobes where they can be (see runtime/sleepable.py),
-        else as today's. `read_mode.note` says which, for the user."""
+        else as today's. `read_mode.note` says which, for the user.
+        From the compiled-program cache when it has this program."""
+        self.links_refusal = links_refusal()
+        if self._load_cached():
+            self.loaded_from = "cache"
+            return
         bcc = _import_bcc()
         self.read_mode = choose_read_mode(self.plan.transport)
-        self.links_refusal = links_refusal()
+        kernel_sleepable = self.read_mode.sleepable or \
+            (self.plan.transport is EventTransport.RINGBUF and kernel_support().sleepable)
+        self.loaded_from = "compiler"
         if self.read_mode.sleepable:
             try:
                 self._build(bcc, sleepable=True)
+                self._remember(bcc, sleepable=True)
                 return
             except _SleepableRejected as rejected:
                 self._unload()
                 self.read_mode = ReadMode(False, str(rejected))
         self._build(bcc, sleepable=False)
+        self._remember(bcc, sleepable=False)
+        if kernel_sleepable:
+            # The next run need not compile to learn this again.
+            self._store(True, progcache.CachedProgram(refused=self.read_mode.reason))
+
+    def _cflags(self, sleepable: bool) -> list[str]:
+        return [f"-I{HEADER_PATH.parent}", f"-I{_PRELUDE_DIR}", "-Wno-unused-function",
+                f"-D{SLEEPABLE_MACRO}={int(sleepable)}"]
 
     def _build(self, bcc, sleepable: bool) -> None:
-        cflags = [f"-I{HEADER_PATH.parent}", f"-I{_PRELUDE_DIR}", "-Wno-unused-function",
-                  f"-D{SLEEPABLE_MACRO}={int(sleepable)}"]
+        cflags = self._cflags(sleepable)
         captured = io.StringIO()
         try:
             with _stderr_to(captured, report_if_exited=True):
@@ -113,10 +151,88 @@ class TraceSession:
                                     hints=(captured.getvalue().strip()[-2000:],)) from None
         for probe in self.plan.probes:
             self.functions[probe.site.probe_id] = self._load_function(bcc, probe.site, sleepable)
+        self.maps = {name: BpfMap.from_fd(fd, name)
+                     for name, fd in progcache.bcc_tables(bcc.libbcc.lib,
+                                                          self.bpf.module).items()}
+
+    # ------------------------------------------------- compiled-program cache
+    def _cache_key(self, sleepable: bool) -> str:
+        return progcache.cache_key(progcache.KeyInputs(
+            c_text=self.c_text, cflags=tuple(self._cflags(sleepable)), sleepable=sleepable,
+            links=not self.links_refusal, bcc_version=progcache.bcc_version_without_import(),
+            kernel=progcache.kernel_identity(), gs_version=_loader_digest(),
+            headers_digest=progcache.headers_digest((HEADER_PATH.parent, _PRELUDE_DIR))))
+
+    def _load_cached(self) -> bool:
+        """Load the program from the cache: True on a hit the verifier
+        accepted; False (nothing left loaded) means compile."""
+        if self.plan.transport is not EventTransport.RINGBUF or not progcache.enabled():
+            return False        # the perf transport needs BCC's perf reader
+        from gs_cgen.runtime.progload import CachedLoadFailed, load_cached  # noqa: PLC0415
+        read_mode = kernel_support()
+        for sleepable in ((True, False) if read_mode.sleepable else (False,)):
+            entry = progcache.read_cached(self._cache_key(sleepable))
+            if entry is None:
+                return False
+            if entry.refused:
+                read_mode = ReadMode(False, entry.refused)
+                continue
+            try:
+                loaded = load_cached(entry)
+            except CachedLoadFailed:
+                return False    # e.g. a kernel rebuilt under the same release: compile
+            try:
+                loaded.attach_tracepoints()
+            except CachedLoadFailed:
+                loaded.close()
+                return False
+            self._use_cached(loaded, read_mode)
+            return True
+        return False
+
+    def _use_cached(self, loaded, read_mode: ReadMode) -> None:
+        self.cached, self.maps, self.read_mode = loaded, loaded.maps, read_mode
+        for probe in self.plan.probes:
+            name = probe_function_name(probe.site.probe_id)
+            self.functions[probe.site.probe_id] = LoadedFunction(loaded.programs[name])
+
+    def _remember(self, bcc, sleepable: bool) -> None:
+        """Store what was just compiled and verified, for the next run."""
+        if self.plan.transport is not EventTransport.RINGBUF or not progcache.enabled():
+            return
+        loaded = dict(self._loaded_as)
+        for name in self.bpf.funcs:
+            name = name.decode() if isinstance(name, bytes) else name
+            if name.startswith("tracepoint__"):        # attached by BCC on compiling
+                loaded[name] = progcache.LoadedAs(BPF_PROG_TYPE_TRACEPOINT, 0, -1)
+            elif name not in loaded:
+                return                                 # loaded some way we cannot repeat
+        try:
+            tables = {name: bpf_map.fd for name, bpf_map in self.maps.items()}
+            program = progcache.record_bcc_module(bcc.libbcc.lib, self.bpf.module, tables,
+                                                  loaded)
+        except progcache.Uncacheable:
+            return
+        self._store(sleepable, program)
+
+    def _store(self, sleepable: bool, program) -> None:
+        if self.plan.transport is EventTransport.RINGBUF and progcache.enabled():
+            progcache.write_cached(self._cache_key(sleepable), program)
+            self.stored = self.stored or not program.refused
+
+    @property
+    def load_note(self) -> str:
+        """How the program was loaded, for --dry-run."""
+        if self.loaded_from == "cache":
+            return "BPF program loaded from the compiled-program cache (not compiled)"
+        stored = ", stored in the compiled-program cache" if self.stored else ""
+        return f"BPF program compiled by BCC{stored}"
 
     def _load_function(self, bcc, site: ProbeSite, sleepable: bool):
         name = probe_function_name(site.probe_id).encode()
         attach_type = -1 if self.links_refusal else BPF_TRACE_UPROBE_MULTI
+        self._loaded_as[name.decode()] = progcache.LoadedAs(
+            BPF_PROG_TYPE_KPROBE, BPF_F_SLEEPABLE if sleepable else 0, attach_type)
         log = io.StringIO()
         try:
             with _stderr_to(log):
@@ -188,43 +304,56 @@ class TraceSession:
         if self.bpf is not None:
             self.bpf.cleanup()
             self.bpf = None
+        if self.cached is not None:
+            self.cached.close()
+            self.cached = None
         self.functions.clear()
+        self.maps = {}
+        self._loaded_as.clear()
 
     # -------------------------------------------------------------- maps
+    def map(self, name: str) -> BpfMap:
+        """The program's map `name` (its C name), by fd: bytes in, bytes out."""
+        try:
+            return self.maps[name]
+        except KeyError:
+            raise RuntimeTraceError(f"the BPF program has no map {name}") from None
+
     def set_module_offsets(self, pid: int, cookie: int, offsets: SectionOffsets) -> None:
-        table = self.bpf[abi().map_names["GS_MAP_OFFSETS"]]
-        key = table.Key(pid=pid, pad=0, module_cookie=cookie)
-        table[key] = table.Leaf(text=offsets.text & _U64, rodata=offsets.rodata & _U64,
-                                data=offsets.data & _U64, bss=offsets.bss & _U64)
+        layouts = abi().structs
+        key = layouts["proc_module_key"].pack(pid=pid, pad=0, module_cookie=cookie)
+        value = layouts["proc_module_offsets_value"].pack(
+            text=offsets.text & _U64, rodata=offsets.rodata & _U64,
+            data=offsets.data & _U64, bss=offsets.bss & _U64)
+        self.map(abi().map_names["GS_MAP_OFFSETS"]).update(key, value)
 
     def set_module_tls(self, pid: int, cookie: int, block) -> None:
         """A module's TLS block in process `pid` (runtime/tls.py TlsBlock)."""
-        table = self.bpf[abi().map_names["GS_MAP_TLS"]]
-        key = table.Key(pid=pid, pad=0, module_cookie=cookie)
-        table[key] = table.Leaf(block_offset=block.block_offset, modid=block.modid)
+        layouts = abi().structs
+        key = layouts["proc_module_key"].pack(pid=pid, pad=0, module_cookie=cookie)
+        value = layouts["proc_module_tls_value"].pack(block_offset=block.block_offset,
+                                                      modid=block.modid)
+        self.map(abi().map_names["GS_MAP_TLS"]).update(key, value)
 
     def event_counts(self) -> EventCounts:
         """The probes' sent/failed counters, summed over probes and CPUs."""
-        table = self.bpf[abi().map_names["GS_MAP_COUNTS"]]
-        sent = failed = 0
-        for per_cpu in table.values():
-            for counts in per_cpu:
-                sent, failed = sent + counts.sent, failed + counts.failed
-        return EventCounts(sent, failed)
+        per_probe = self.probe_event_counts().values()
+        return EventCounts(sum(sent for sent, _ in per_probe),
+                           sum(failed for _, failed in per_probe))
 
-    def aggregation_map(self, name: str):
-        """An aggregation's map (or its dropped counters) by fd, as
-        runtime/bpfmaps.py BpfMap. (`bpfcache` adds TraceSession.map(name)
-        for the same; the two are to be unified.)"""
-        from gs_cgen.runtime.bpfmaps import BpfMap  # noqa: PLC0415
-        return BpfMap.from_fd(self.bpf[name].map_fd)
+    def aggregation_map(self, name: str) -> BpfMap:
+        """An aggregation's map (or its dropped counters) by fd: map(name)."""
+        return self.map(name)
 
     def probe_event_counts(self) -> dict[int, tuple[int, int]]:
         """Per probe id: (sent, failed) events, summed over CPUs (--stats)."""
-        table = self.bpf[abi().map_names["GS_MAP_COUNTS"]]
+        counts = self.map(abi().map_names["GS_MAP_COUNTS"])
+        layout = abi().structs["gs_event_counts"]
         totals = {}
-        for index, per_cpu in table.items():
-            totals[index.value] = (sum(c.sent for c in per_cpu), sum(c.failed for c in per_cpu))
+        for index in range(counts.max_entries):
+            stored = counts.lookup(_U32.pack(index))
+            per_cpu = [layout.unpack_fast(slot) for slot in counts.per_cpu_values(stored or b"")]
+            totals[index] = (sum(c["sent"] for c in per_cpu), sum(c["failed"] for c in per_cpu))
         return totals
 
     def program_fd(self, probe_id: int) -> int:
@@ -234,20 +363,19 @@ class TraceSession:
     def rearm_offsets_notice(self, pid: int) -> None:
         """Let the probes report `pid`'s next offsets miss: they report a
         process once, until its entry here is deleted."""
-        table = self.bpf[abi().map_names["GS_MAP_OFFSETS_WANTED"]]
-        try:
-            del table[table.Key(pid)]
-        except KeyError:
-            pass                          # no probe has missed yet
+        # False when no probe has missed yet.
+        self.map(abi().map_names["GS_MAP_OFFSETS_WANTED"]).delete(_U32.pack(pid))
 
     # ------------------------------------------------------------ events
     def open_events(self) -> None:
         """Start reading events. Drops are counted by the probe itself
         (event_counts), for both transports."""
-        table = self.bpf[abi().map_names["GS_MAP_EVENTS"]]
+        name = abi().map_names["GS_MAP_EVENTS"]
         if self.plan.transport is EventTransport.RINGBUF:
-            self.ring = RingBufferReader.open(table.map_fd, table.max_entries)
+            events = self.map(name)
+            self.ring = RingBufferReader.open(events.fd, events.max_entries)
             return
+        table = self.bpf[name]
         # perf: BCC's reader calls back once per event; the callback only
         # copies the bytes out, and poll() hands them on in batches.
         pending = self.pending
@@ -287,6 +415,20 @@ class TraceSession:
             del self.pending[:end]
 
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
+_U32 = struct.Struct("<I")
+BPF_PROG_TYPE_TRACEPOINT = 5
+
+
+@functools.cache
+def _loader_digest() -> str:
+    """gs-cgen's side of the cache key: the code that records and reloads
+    programs (a change to it may change what an entry means)."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for module in ("session.py", "progcache.py", "progload.py", "sleepable.py",
+                   "uprobe_links.py"):
+        digest.update((here / module).read_bytes())
+    return digest.hexdigest()
 
 
 def _attach_perf_uprobe(prog_fd: int, event_name: bytes, site: ProbeSite,

@@ -78,11 +78,18 @@ def sleepable_support() -> ReadMode:
     return detect_support(os.environ)
 
 
-def detect_support(environ) -> ReadMode:
+@functools.cache
+def kernel_support() -> ReadMode:
+    """sleepable_support without asking libbcc (a cached program is loaded
+    without it): the switch and the kernel only."""
+    return detect_support(os.environ, ask_libbcc=False)
+
+
+def detect_support(environ, ask_libbcc: bool = True) -> ReadMode:
     setting = environ.get(SWITCH_VARIABLE, "")
     if setting.lower() in _OFF:
         return ReadMode(False, f"{SWITCH_VARIABLE}={setting}")
-    if _func_load_with_flags() is None:
+    if ask_libbcc and _func_load_with_flags() is None:
         return ReadMode(False, "libbcc has no ebpf::BPFModule::bcc_func_load taking "
                                "program flags")
     refusal = kernel_refusal()

@@ -68,7 +68,12 @@ def _session(monkeypatch, sleepable_fd: int):
     from gs_cgen.runtime import session as session_module
     from tests.unit.emit.test_golden import generate_plan
     _FakeBPF.built = []
-    monkeypatch.setattr(session_module, "_import_bcc", lambda: types.SimpleNamespace(BPF=_FakeBPF))
+    fake_libbcc = types.SimpleNamespace(lib=None)
+    monkeypatch.setattr(session_module, "_import_bcc",
+                        lambda: types.SimpleNamespace(BPF=_FakeBPF, libbcc=fake_libbcc))
+    # No real module: no maps to list, nothing to cache.
+    monkeypatch.setattr(session_module.progcache, "bcc_tables", lambda lib, module: {})
+    monkeypatch.setenv("GS_CGEN_PROGRAM_CACHE", "off")
     monkeypatch.setattr(session_module, "choose_read_mode", lambda transport: ReadMode(True))
 
     def load_sleepable(module, name, prog_type, attach_type=-1):
