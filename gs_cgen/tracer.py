@@ -61,6 +61,7 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         if stop.raised:
             return 0
         reports.start()
+        session.open_events()        # before attaching: a first event has somewhere to go
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
         resolver = FrameResolver()

@@ -102,6 +102,7 @@ class TraceSession:
         self.attached: list[AttachedProbe] = []
         self.ring: RingBufferReader | None = None
         self.pending: list[bytes] = []      # perf events copied out, not yet handled
+        self.events_open = False
         self.read_mode: ReadMode | None = None
         # Why uprobes are not BPF links ('' when they are); decided before
         # loading, as a link's program is loaded with its own attach type.
@@ -308,6 +309,7 @@ class TraceSession:
             self.cached.close()
             self.cached = None
         self.functions.clear()
+        self.events_open = False
         self.maps = {}
         self._loaded_as.clear()
 
@@ -368,8 +370,13 @@ class TraceSession:
 
     # ------------------------------------------------------------ events
     def open_events(self) -> None:
-        """Start reading events. Drops are counted by the probe itself
-        (event_counts), for both transports."""
+        """Start reading events (once: later calls do nothing). Opened
+        before the probes are attached, so no event finds the perf buffers
+        missing. Drops are counted by the probe itself (event_counts), for
+        both transports."""
+        if self.events_open:
+            return
+        self.events_open = True
         name = abi().map_names["GS_MAP_EVENTS"]
         if self.plan.transport is EventTransport.RINGBUF:
             events = self.map(name)

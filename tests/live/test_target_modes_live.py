@@ -213,3 +213,16 @@ def test_data_address_is_rejected(basic_bin):
     err = user_error("-t", str(basic_bin), "-s", f"trace {address:#x} {{ print a; }}")
     assert "code" in err.lower(), err
     assert mentions_address(err, address), err
+
+
+@pytest.mark.parametrize("transport", ["ringbuf", "perf"])
+def test_a_command_that_exits_at_once_loses_no_event(build_dir, transport):
+    """The event buffers are open before the probes are attached: with perf
+    buffers opened after, a command's first events found no buffer (they
+    were counted lost, 0 of 10 printed)."""
+    binary = compile_fixture(build_dir, "ten_calls.c")
+    result = gs_cgen("trace", "--event-map", transport, "--output", "plain",
+                     "-s", "trace f { print a; }", "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"a = {i}" for i in range(10)]
+    assert "lost" not in result.stderr
