@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gs_cgen.abi import HEADER_PATH, abi
-from gs_cgen.emit.c import SLEEPABLE_MACRO, probe_function_name
+from gs_cgen.emit.c import (SLEEPABLE_MACRO, capture_function_name, entry_function_name,
+                            probe_function_name)
 from gs_cgen.errors import PrivilegeError, RuntimeTraceError
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
 from gs_cgen.runtime.collector import EventCounts
@@ -76,6 +77,8 @@ class TraceSession:
         self.c_text = c_text
         self.bpf = None
         self.functions = {}
+        self.entry_functions = {}     # a return probe's entry probe, by probe id
+        self.capture_functions = {}   # ... and its capture probe, if any
         self.attached: list[AttachedProbe] = []
         self.ring: RingBufferReader | None = None
         self.pending: list[bytes] = []      # perf events copied out, not yet handled
@@ -113,9 +116,15 @@ class TraceSession:
                                     hints=(captured.getvalue().strip()[-2000:],)) from None
         for probe in self.plan.probes:
             self.functions[probe.site.probe_id] = self._load_function(bcc, probe.site, sleepable)
+            if probe.entry is not None:        # FUNC:return: its paired entry probe
+                self.entry_functions[probe.site.probe_id] = self._load_function(
+                    bcc, probe.site, sleepable, entry_function_name(probe.site.probe_id))
+            if probe.entry_capture is not None:
+                self.capture_functions[probe.site.probe_id] = self._load_function(
+                    bcc, probe.site, sleepable, capture_function_name(probe.site.probe_id))
 
-    def _load_function(self, bcc, site: ProbeSite, sleepable: bool):
-        name = probe_function_name(site.probe_id).encode()
+    def _load_function(self, bcc, site: ProbeSite, sleepable: bool, function: str = ""):
+        name = (function or probe_function_name(site.probe_id)).encode()
         attach_type = -1 if self.links_refusal else BPF_TRACE_UPROBE_MULTI
         log = io.StringIO()
         try:
@@ -138,27 +147,37 @@ class TraceSession:
 
     # ------------------------------------------------------------ attach
     def attach(self, pid: int | None) -> None:
-        """Attach every probe; on any failure detach what was attached."""
+        """Attach every probe; on any failure detach what was attached. A
+        return probe's entry probe goes first: a call that passes the
+        uretprobe then always has its entry recorded too."""
         for probe in self.plan.probes:
-            site = probe.site
-            fn = self.functions[site.probe_id]
-            # The kernel resolves the path to an inode; a /proc/PID/root or
-            # map_files path reaches a container's file from here.
-            if self.links_refusal:
-                event_name = f"gs_{os.getpid()}_{site.probe_id}".encode()
-                fd, err = _attach_perf_uprobe(fn.fd, event_name, site, pid)
-            else:
-                event_name = None
-                fd, err = attach_link(fn.fd, site.attach_path.encode(), site.file_offset, pid)
-            if fd < 0:
-                self.detach()
-                opened = "" if site.attach_path == site.module_path else \
-                    f" (opened as {site.attach_path})"
-                raise RuntimeTraceError(
-                    f"cannot attach uprobe for '{site.pattern_text}' at "
-                    f"{site.module_path}+0x{site.file_offset:x}{opened}: "
-                    f"{os.strerror(err) if err else 'failed'}")
-            self.attached.append(AttachedProbe(site, event_name, fd))
+            if probe.entry is not None:
+                self._attach_one(probe.entry.site, self.entry_functions[probe.site.probe_id],
+                                 pid, "e")
+            if probe.entry_capture is not None:
+                self._attach_one(probe.entry_capture.site,
+                                 self.capture_functions[probe.site.probe_id], pid, "c")
+            self._attach_one(probe.site, self.functions[probe.site.probe_id], pid)
+
+    def _attach_one(self, site: ProbeSite, fn, pid: int | None, suffix: str = "") -> None:
+        # The kernel resolves the path to an inode; a /proc/PID/root or
+        # map_files path reaches a container's file from here.
+        if self.links_refusal:
+            event_name = f"gs_{os.getpid()}_{site.probe_id}{suffix}".encode()
+            fd, err = _attach_perf_uprobe(fn.fd, event_name, site, pid)
+        else:
+            event_name = None
+            fd, err = attach_link(fn.fd, site.attach_path.encode(), site.file_offset, pid,
+                                  site.at_return)
+        if fd < 0:
+            self.detach()
+            opened = "" if site.attach_path == site.module_path else \
+                f" (opened as {site.attach_path})"
+            raise RuntimeTraceError(
+                f"cannot attach uprobe for '{site.pattern_text}' at "
+                f"{site.module_path}+0x{site.file_offset:x}{opened}: "
+                f"{os.strerror(err) if err else 'failed'}")
+        self.attached.append(AttachedProbe(site, event_name, fd))
 
     def detach(self) -> None:
         """Close every probe fd: the kernel drops the uprobes with them.
@@ -189,6 +208,8 @@ class TraceSession:
             self.bpf.cleanup()
             self.bpf = None
         self.functions.clear()
+        self.entry_functions.clear()
+        self.capture_functions.clear()
 
     # -------------------------------------------------------------- maps
     def set_module_offsets(self, pid: int, cookie: int, offsets: SectionOffsets) -> None:
@@ -275,7 +296,9 @@ def _attach_perf_uprobe(prog_fd: int, event_name: bytes, site: ProbeSite,
     """libbcc's uprobe (a uprobe PMU perf event, else a tracefs event):
     (fd, 0) or (-1, errno)."""
     from bcc.libbcc import lib  # noqa: PLC0415
-    fd = lib.bpf_attach_uprobe(prog_fd, 0, event_name, site.attach_path.encode(),
+    # attach_type 1: BPF_PROBE_RETURN, a uretprobe (libbcc's enum bpf_probe_attach_type).
+    fd = lib.bpf_attach_uprobe(prog_fd, 1 if site.at_return else 0, event_name,
+                               site.attach_path.encode(),
                                site.file_offset, -1 if pid is None else pid)
     return (fd, 0) if fd >= 0 else (fd, ctypes.get_errno())
 
