@@ -32,8 +32,9 @@ from gs_cgen.plan.build import (SLOT_HEADER_SIZE, PlanOptions, _align, _layout, 
 from gs_cgen.plan.expr import ExprPlanner
 from gs_cgen.plan.limits import event_limit
 from gs_cgen.plan.locations import PT_REGS_FIELD
-from gs_cgen.plan.model import (EntryCapture, NoCapture, PrintStep, ProbePlan, ProbeSite,
-                                ScalarCapture)
+from gs_cgen.dwarf.types import type_size
+from gs_cgen.plan.model import (EntryCapture, MemoryCapture, NoCapture, PrintStep, ProbePlan,
+                                ProbeSite, ScalarCapture)
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.retval import return_value_place
 from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
@@ -55,8 +56,8 @@ def plan_return_block(block: ast.TraceBlock, modules: ModuleSet, text: str,
     if not sites:
         raise DebugInfoError(f"'{function}' exists only inlined into its callers: it has no "
                              "return instruction of its own to probe", span=block.pattern_span,
-                             hints=(f"trace '{function}' (its inlined copies) or the lines "
-                                    "after its call in the callers",))
+                             hints=(f"trace {function} {{ ... }} probes its inlined copies; "
+                                    "a line after the call in a caller sees the result",))
     sites = [(module, dataclasses.replace(site, probe_id=first_probe_id + i))
              for i, (module, site) in enumerate(sites)]
     scopes = block_scopes([site_variables(module, site) for module, site in sites])
@@ -198,7 +199,8 @@ class EntryRecorder(_ProbeBuilder):
         key = (ScalarCapture(ir.BinaryOp("+", sp, ir.Const(8), False), arith.ULONG),
                ScalarCapture(ir.Load(sp, 8, False), arith.ULONG),
                ScalarCapture(ir.ir_register_ip(), arith.ULONG))
-        unreached = f"not recorded: the call returned before reaching 0x{self.site.address:x}"
+        unreached = (f"filled at 0x{self.site.address:x} by the capture probe; unavailable "
+                     "if the call returns before it")
         record_slots = [dataclasses.replace(slot, capture=key[slot.index]) if slot.index < len(key)
                         else dataclasses.replace(slot, capture=NoCapture(slot.ctype, unreached,
                                                                          False)) if separate
@@ -282,13 +284,15 @@ class ReturnExprPlanner(ExprPlanner):
         recorded = self.builder.recorder.record(expr)
         match recorded.capture:
             case ScalarCapture(ctype=ctype):
-                value = ir.EntryRecordValue(recorded.data_offset, recorded.status_offset)
-                return ir.ValuePlace(value, ctype)
+                return _recorded_scalar(recorded, ctype)
+            case MemoryCapture(ctype=ctype, size=size) \
+                    if arith.is_scalar(ctype) and size == type_size(ctype) <= 8:
+                return _recorded_scalar(recorded, ctype)
             case NoCapture(ctype=ctype, reason=reason, optimized_out=gone):
                 return ir.UnavailablePlace(ctype, reason, gone)
         raise PlanError(f"$entry({expr.text}) is an object read from memory at entry: print it "
-                        f"whole (print $entry({expr.text});), or capture the part you need, "
-                        f"e.g. $entry({expr.text}.field)", expr.span)
+                        f"whole (print $entry({expr.text});), or put the part you need inside, "
+                        f"e.g. $entry(({expr.text}).member)", expr.span)
 
     def _name(self, ident: str, expr: ast.Name) -> ir.Place:
         if any(ident in scope for scope in self.scopes):
@@ -300,3 +304,13 @@ class ReturnExprPlanner(ExprPlanner):
                             hints=(f"write $entry({ident}) for its value when the call was "
                                    "entered",))
         return super()._name(ident, expr)
+
+
+def _recorded_scalar(recorded: RecordedValue, ctype) -> ir.Place:
+    """A number or pointer the entry probe recorded: the slot's 8 data
+    bytes, of which a narrower value (read from memory) fills the low ones."""
+    value = ir.EntryRecordValue(recorded.data_offset, recorded.status_offset)
+    size = type_size(ctype)
+    if size < 8:
+        value = ir.Convert(value, size, arith.is_integer(ctype) and arith.signedness(ctype))
+    return ir.ValuePlace(value, ctype)
