@@ -6,7 +6,13 @@ FinishBreakpoint: its return_value is what `finish` prints as "Value
 returned is $1 = ...". Each path ('' = the whole value, 'id' = a member,
 through a pointer if it is one) of that value is printed, in the order the
 calls returned, one `GS-RETURN [function, entry values, path values]` line
-each, up to GS_GDB_COUNT."""
+each, up to GS_GDB_COUNT.
+
+gdb's finish breakpoints do not notice a longjmp: a call left that way
+keeps one, and a later call in the same frame would fire it. So when a
+call is entered, the pending finishes of frames at or below its own
+(their CFA not above its CFA, so no longer on the stack) are deleted,
+as the kernel drops the uretprobe instances of dead frames."""
 import json
 import os
 
@@ -15,6 +21,7 @@ import gdb  # noqa: F401 — provided by gdb
 SPECS = json.loads(os.environ["GS_GDB_RETURNS"])
 LIMIT = int(os.environ["GS_GDB_COUNT"])
 returned = []
+pending = []
 
 
 def _path_value(value, path: str) -> str:
@@ -36,8 +43,11 @@ class Returned(gdb.FinishBreakpoint):
     def __init__(self, frame, function, entry_values, paths):
         super().__init__(frame, internal=True)
         self.function, self.entry_values, self.paths = function, entry_values, paths
+        self.cfa = _cfa(frame)
+        pending.append(self)
 
     def stop(self):
+        pending.remove(self)
         value = self.return_value
         values = [None if value is None else _path_value(value, p) for p in self.paths]
         if len(returned) < LIMIT:
@@ -55,8 +65,17 @@ class Entered(gdb.Breakpoint):
 
     def stop(self):
         values = [str(gdb.parse_and_eval(e)) for e in self.exprs]
-        Returned(gdb.newest_frame(), self.function, values, self.paths)
+        frame = gdb.newest_frame()
+        for dead in [p for p in pending if p.cfa <= _cfa(frame)]:
+            pending.remove(dead)
+            dead.delete()
+        Returned(frame, self.function, values, self.paths)
         return False
+
+
+def _cfa(frame) -> int:
+    """The caller's sp when it made the call: the frame's CFA."""
+    return int(frame.older().read_register("rsp"))
 
 
 gdb.execute("set pagination off")

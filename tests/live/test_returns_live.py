@@ -33,8 +33,9 @@ CALLS = [
     ("handle", ["req->id", "req->size"], [""]),
     ("inner", ["x"], [""]),
     ("outer", ["x"], [""]),
+    ("depth", ["n"], [""]),
 ]
-RETURNS = 19          # the calls of CALLS' functions that main makes
+RETURNS = 22          # the returns from CALLS' functions in main's calls
 
 
 @pytest.fixture(params=sorted(FLAGS))
@@ -106,7 +107,8 @@ def test_return_values_equal_gdb_finish(binary):
     them, a 16-byte struct in rax:rdx, a 40-byte one through the hidden
     pointer, $entry of parameters and of members through a pointer
     parameter; recursion (fact: each return's $entry(n) is its depth) and
-    nested calls (outer calls inner twice)."""
+    nested calls (outer calls inner twice); calls a longjmp left, whose
+    records the next calls in the same frames replace (depth)."""
     ours = _traced(binary, CALLS)
     expected = _gdb_returns(binary, CALLS, 100)
     assert len(ours) == RETURNS == len(expected)
@@ -122,6 +124,7 @@ def test_return_values_equal_gdb_finish(binary):
     assert [e for e, _ in facts] == [["1"], ["2"], ["3"], ["4"], ["5"]]
     assert all(a[1] < b[1] for a, b in zip(facts, facts[1:]))
     assert durations["outer"][0][1] > max(d for _, d in durations["inner"])
+    assert [e for e, _ in durations["depth"]] == [["0"], ["1"], ["2"]]
 
 
 def test_a_call_in_progress_at_attach_prints_nothing(build_dir, tmp_path, start_target):
