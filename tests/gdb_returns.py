@@ -64,7 +64,7 @@ class Entered(gdb.Breakpoint):
         self.function, self.exprs, self.paths = function, exprs, paths
 
     def stop(self):
-        values = [str(gdb.parse_and_eval(e)) for e in self.exprs]
+        values = [_path_value(gdb.parse_and_eval(e), "") for e in self.exprs]
         frame = gdb.newest_frame()
         for dead in [p for p in pending if p.cfa <= _cfa(frame)]:
             pending.remove(dead)

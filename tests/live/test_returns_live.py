@@ -21,7 +21,7 @@ from tests.prerequisites import require
 
 SOURCE = "retprobe.c"
 GDB_SCRIPT = Path(__file__).resolve().parents[1] / "gdb_returns.py"
-FLAGS = {"O0": "-g -O0 -fPIE -pie", "O2": "-g -O2 -fPIE -pie"}
+FLAGS = {"O0": "-g -O0 -fPIE -pie -pthread", "O2": "-g -O2 -fPIE -pie -pthread"}
 # (function, $entry expressions, $retval paths): '' is $retval itself.
 CALLS = [
     ("fact", ["n"], [""]),
@@ -30,7 +30,7 @@ CALLS = [
     ("find_req", ["id"], ["", "id", "name"]),
     ("make_pair", ["a", "b"], ["", "second"]),
     ("make_big", ["seed"], ["", "tag"]),
-    ("handle", ["req->id", "req->size"], [""]),
+    ("handle", ["req->id", "req->size", "req->name"], [""]),
     ("inner", ["x"], [""]),
     ("outer", ["x"], [""]),
     ("depth", ["n"], [""]),
@@ -125,6 +125,32 @@ def test_return_values_equal_gdb_finish(binary):
     assert all(a[1] < b[1] for a, b in zip(facts, facts[1:]))
     assert durations["outer"][0][1] > max(d for _, d in durations["inner"])
     assert [e for e, _ in durations["depth"]] == [["0"], ["1"], ["2"]]
+
+
+def test_threads_pair_their_own_calls(binary):
+    """Four threads in fact(3..6) at once, 25 times each: every return
+    pairs with its own thread's entry (retval = $entry(n)!), and a return
+    block's condition reads both."""
+    result = gs_cgen("trace", "--output", "json", "-s",
+                     'trace fact:return { print "{} {}", $entry(n), $retval; '
+                     'if $entry(n) == 6 && $retval == 720 { print "six"; } }',
+                     "--", str(binary), "threads")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    factorial = {1: 1}
+    for n in range(2, 7):
+        factorial[n] = n * factorial[n - 1]
+    by_thread: dict[int, list[int]] = {}
+    for event in events:
+        n, retval = (v["value"] for v in event["values"][:2])
+        assert retval == factorial[n]
+        by_thread.setdefault(event["tid"], []).append(n)
+        assert ("six" in event["lines"]) == (n == 6)
+    # Each thread's fact(k) returns k calls, 1 first, 25 times over.
+    assert sorted(len(calls) for calls in by_thread.values()) == [75, 100, 125, 150]
+    for calls in by_thread.values():
+        top = max(calls)
+        assert calls == list(range(1, top + 1)) * 25
 
 
 def test_a_call_in_progress_at_attach_prints_nothing(build_dir, tmp_path, start_target):
