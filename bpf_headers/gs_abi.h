@@ -152,11 +152,15 @@ struct gs_scratch {
  * then the $entry values) under the thread and the call's CFA, which is the
  * stack pointer the call returns with; the return probe looks it up by
  * (tid, sp), checks the return address, then deletes it. The records of one
- * return probe live in an LRU hash of GS_MAX_PENDING_CALLS: calls a longjmp
+ * return probe live in an LRU hash of GS_MAX_PENDING_CALLS (fewer, down to
+ * GS_MIN_PENDING_CALLS, so that the preallocated records fit in
+ * GS_PENDING_CALLS_BYTES): calls a longjmp
  * or a dead thread never returned from are overwritten by the next call in
  * the same frame or evicted, never paired with another call. */
 enum gs_return_limits {
     GS_MAX_PENDING_CALLS = 8192,
+    GS_PENDING_CALLS_BYTES = 16777216,  /* fewer calls when records are large */
+    GS_MIN_PENDING_CALLS = 256,
 };
 
 struct gs_return_key {

@@ -37,7 +37,7 @@ def _record_type(probe_id: int) -> str:
 def emit_return_probe(probe: ProbePlan) -> str:
     """The record map, the entry probe, the return body and the uretprobe."""
     entry, probe_id = probe.entry, probe.site.probe_id
-    pending = abi().constants["GS_MAX_PENDING_CALLS"]
+    pending = pending_calls(entry.event_size)
     parts = [
         c.comment(f"probe {probe_id} returns: one entry record per call in flight"),
         f"{_record_type(probe_id)} {{\n    __u8 bytes[{entry.event_size}];\n}};",
@@ -60,6 +60,14 @@ def _capture_function(probe: ProbePlan) -> list[str]:
     probe_id = probe.site.probe_id
     return [emit_record_fill(probe.entry_capture, f"int {c.capture_function_name(probe_id)}",
                              _records_map(probe_id))]
+
+
+def pending_calls(record_size: int) -> int:
+    """Calls in flight one return probe keeps records for: the LRU hash
+    preallocates them all, so large records get fewer (gs_abi.h)."""
+    limits = abi().constants
+    fitting = limits["GS_PENDING_CALLS_BYTES"] // max(record_size, 1)
+    return max(limits["GS_MIN_PENDING_CALLS"], min(limits["GS_MAX_PENDING_CALLS"], fitting))
 
 
 def _store_record(entry: ProbePlan, probe_id: int) -> tuple[str, ...]:

@@ -274,10 +274,11 @@ class ReturnExprPlanner(ExprPlanner):
     def _retval(self, expr: ast.SpecialVar) -> ir.Place:
         site = self.builder.site
         _, ctype = self.module.function_return(site.frame_die)
-        if ctype is None:
-            raise PlanError(f"'{site.function}' has no DWARF description, so $retval has no "
-                            "type", expr.span,
-                            hints=('cast($pc, "long") shows registers; $duration works',))
+        if ctype is None or site.no_variables:
+            # Assembly has a subprogram DIE at most, never a return type.
+            why = site.no_variables or "it has no DWARF description"
+            raise PlanError(f"$retval of '{site.function}' has no type: {why}", expr.span,
+                            hints=("$duration and $entry(expr) work in its return block",))
         return return_value_place(ctype, site.function, expr.span)
 
     def _entry(self, expr: ast.EntryValue) -> ir.Place:
