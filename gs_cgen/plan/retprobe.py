@@ -139,20 +139,22 @@ class EntryRecorder(_ProbeBuilder):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        cfa = self._call_frame_address()
-        self._add_slot(ScalarCapture(cfa, arith.ULONG), 8, "CFA", self.block.pattern_span)
-        return_address = ir.Load(ir.BinaryOp("-", cfa, ir.Const(8), False), 8, False)
-        self._add_slot(ScalarCapture(return_address, arith.ULONG), 8, "return address",
-                       self.block.pattern_span)
-        self._add_slot(ScalarCapture(ir.ir_register_ip(), arith.ULONG), 8, "entry pc",
-                       self.block.pattern_span)
+        # As the record probe reads them at the function's first
+        # instruction, where CFA = sp + 8 and [sp] is the return address.
+        sp = ir.RegisterValue(PT_REGS_FIELD["rsp"])
+        key = (("CFA", ir.BinaryOp("+", sp, ir.Const(8), False)),
+               ("return address", ir.Load(sp, 8, False)),
+               ("entry pc", ir.ir_register_ip()))
+        for text, value in key:
+            self._add_slot(ScalarCapture(value, arith.ULONG), 8, text, self.block.pattern_span)
 
     def _call_frame_address(self) -> ir.Scalar:
+        """The CFA at this site (past the prologue), from the CFI."""
         rule = self.module.call_frame_rule(self.site.address)
         register = PT_REGS_FIELD.get(rule[0]) if isinstance(rule, tuple) else None
         if register is None:
             reason = getattr(rule, "reason", f"CFA is based on {rule[0]}")
-            raise PlanError(f"cannot pair the returns of '{self.site.function}' with their "
+            raise PlanError(f"cannot pair the $entry values of '{self.site.function}' with its "
                             f"calls: no frame address at 0x{self.site.address:x} ({reason})",
                             self.block.pattern_span)
         return ir.BinaryOp("+", ir.RegisterValue(register), ir.Const(rule[1] & (2**64 - 1)),
@@ -194,27 +196,23 @@ class EntryRecorder(_ProbeBuilder):
         for value in self.recorded.values():
             assert plan.slots[value.slot].offset == value.status_offset
         start = dataclasses.replace(return_site, at_return=False)
-        separate = self.site.address != start.address and self.recorded
-        sp = ir.RegisterValue(PT_REGS_FIELD["rsp"])
-        key = (ScalarCapture(ir.BinaryOp("+", sp, ir.Const(8), False), arith.ULONG),
-               ScalarCapture(ir.Load(sp, 8, False), arith.ULONG),
-               ScalarCapture(ir.ir_register_ip(), arith.ULONG))
+        if self.site.address == start.address or not self.recorded:
+            return dataclasses.replace(plan, site=start), None
         unreached = (f"filled at 0x{self.site.address:x} by the capture probe; unavailable "
                      "if the call returns before it")
-        record_slots = [dataclasses.replace(slot, capture=key[slot.index]) if slot.index < len(key)
-                        else dataclasses.replace(slot, capture=NoCapture(slot.ctype, unreached,
-                                                                         False)) if separate
-                        else slot for slot in plan.slots]
-        record = dataclasses.replace(plan, site=start, slots=tuple(record_slots))
-        if not separate:
-            return record, None
-        # Slot 0 keeps the CFA at this site: the capture probe's key.
-        capture_slots = [dataclasses.replace(slot, capture=NoCapture(None, "", False))
-                         if slot.index in (RETURN_ADDRESS_SLOT, ENTRY_IP_SLOT) else slot
-                         for slot in plan.slots]
-        captured = tuple(index for index in range(len(key), len(plan.slots)))
-        return record, dataclasses.replace(plan, slots=tuple(capture_slots),
-                                           steps=(PrintStep(0, captured),))
+        record = [slot if slot.index <= ENTRY_IP_SLOT else
+                  dataclasses.replace(slot, capture=NoCapture(slot.ctype, unreached, False))
+                  for slot in plan.slots]
+        # The capture probe: slot 0's value is its key, the $entry slots
+        # what it fills; it reads nothing else.
+        capture = [ScalarCapture(self._call_frame_address(), arith.ULONG)
+                   if slot.index == CFA_SLOT else NoCapture(None, "", False)
+                   if slot.index <= ENTRY_IP_SLOT else slot.capture for slot in plan.slots]
+        filled = tuple(range(ENTRY_IP_SLOT + 1, len(plan.slots)))
+        return (dataclasses.replace(plan, site=start, slots=tuple(record)),
+                dataclasses.replace(plan, steps=(PrintStep(0, filled),),
+                                    slots=tuple(dataclasses.replace(slot, capture=value)
+                                                for slot, value in zip(plan.slots, capture))))
 
 
 def record_offsets(entry: ProbePlan, slot: int) -> tuple[int, int]:
