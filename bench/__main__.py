@@ -3,7 +3,7 @@ gdb and a BCC empty program (the floor), on the same instruction of the
 same process, in one run; prints issue #10's table as markdown, with ratios
 and each goal met or not, then the detail tables.
 
-    .venv/bin/python -m bench [--quick] [--only hit,python,info,events,growth]
+    .venv/bin/python -m bench [--quick] [--only hit,count,python,info,events,growth]
 
 Root.  The full run takes about 5-8 minutes, --quick under 2.  Workloads run
 on the last CPU, tracers on the others.  A benchmark, not a test: it never
@@ -20,14 +20,14 @@ import sys
 import tempfile
 import time
 
-from bench import events, growth, hit, info, sites
+from bench import counting, events, growth, hit, info, sites
 from bench.common import (ENV, GS, NOTES, evict_from_page_cache, REPO, START, CodeWatch, Context, leftover_uprobes, median,
                           note, perf_probe_cleanup, progress)
 from bench.loops import traced
 from bench.report import Report
 from bench.tracers import (Bpftrace, BccEmpty, GsCgen, GsCgenJson, PerfProbe, RawFtrace, usable)
 
-SECTIONS = ("hit", "python", "info", "events", "growth")
+SECTIONS = ("hit", "count", "python", "info", "events", "growth")
 
 
 class Plan:
@@ -67,6 +67,12 @@ def run_hit(ctx: Context, plan: Plan, report: Report, binary: str, target_sites)
         report.hit[label] = hit.measure(ctx, label, [binary, "loop", str(n)], n, site, watch,
                                         tracers, plan.rounds)
         report.hit_site[label] = site
+
+
+def run_count(ctx: Context, plan: Plan, report: Report, binary: str, target_sites) -> None:
+    site = target_sites["nop"]
+    report.count = counting.measure(ctx, binary, site, plan.n_nop, plan.rounds)
+    report.count_site = site
 
 
 def run_python(ctx: Context, plan: Plan, report: Report) -> None:
@@ -161,6 +167,8 @@ def main() -> int:
         target_sites = sites.target_sites(binary)
         if "hit" in sections:
             run_hit(ctx, plan, report, binary, target_sites)
+        if "count" in sections:
+            run_count(ctx, plan, report, binary, target_sites)
         if "python" in sections:
             run_python(ctx, plan, report)
         if "info" in sections:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from bench import counting
 from bench.events import EventRow
 from bench.growth import GrowthRow
 from bench.hit import HitRow
@@ -57,6 +58,8 @@ class Report:
     event_sizes: dict[str, int | None] = dataclasses.field(default_factory=dict)
     growth: list[GrowthRow] | None = None
     growth_external: str | None = None
+    count: dict[str, HitRow] | None = None      # bench/counting.py
+    count_site: Site | None = None
 
     # ------------------------------------------------------------------ summary
 
@@ -171,6 +174,8 @@ class Report:
                                      "at an emulated instruction (`nop`)"),
             self._hit_summary("mov", "the same at an instruction the kernel single-steps (`mov`)"),
             self._ready_summary()) if r]
+        count = counting.summary_row(self.count, us, ratio, met)
+        rows += [count] if count else []
         rows += self._python_summary() + self._info_summary() + self._events_summary()
         rows += self._growth_summary()
         return table(["what", "gs-cgen", "best peer", "floor / limit", "goal", "met"], rows)
@@ -197,6 +202,11 @@ class Report:
             out.append(self._hit_details(
                 f"Per hit at `{site.instruction}` ({site.source_line}, 0x{site.address:x}; "
                 f"`if {site.local} == -1`)", rows))
+        if self.count:
+            out.append(self._hit_details(
+                f"Counting a hot function at `{self.count_site.instruction}` "
+                f"({self.count_site.source_line}; gs-cgen `count calls;`, bpftrace "
+                "`@calls = count();`)", self.count))
         if self.python:
             out.append(self._hit_details("Per call on PyDict_SetItem, python3.11 "
                                          "(`if value == 0`)", self.python))
@@ -236,7 +246,7 @@ class Report:
 
     def cleanup_line(self, notes: list[str]) -> None:
         """A note when any run left something behind (each run was checked)."""
-        dirty = [name for rows in list(self.hit.values()) + [self.python or {}]
+        dirty = [name for rows in list(self.hit.values()) + [self.python or {}, self.count or {}]
                  for name, row in rows.items() if not row.clean]
         dirty += [name for name, row in (self.events or {}).items() if not row.clean]
         if dirty:

@@ -169,6 +169,33 @@ struct gs_return_key {
     __u64 cfa;                /* the call's canonical frame address */
 };
 
+/* Aggregations (count/sum/hist): one per-CPU hash map per aggregation
+ * (GS_MAP_AGG_PREFIX + its index), at most GS_AGG_MAX_KEYS keys each, as
+ * bpftrace's default map size. A key is a gs_agg_key_head, then each `by`
+ * value at an 8-byte-aligned offset (plan/aggregations.py lays it out):
+ * an integer, enum, bool or pointer as 8 bytes, a C string as
+ * GS_AGG_STRING_CAP bytes read with bpf_probe_read_user_str. A key whose
+ * read failed has `status` (a gs_value_status) set and every value byte
+ * zero: one <error> key per reason. Values: a __u64 count or sum, or a
+ * gs_agg_hist (bpftrace's hist(): bucket 0 counts negative values, 1 the
+ * zeros, 2 + k the values in [2^k, 2^(k+1))). An error key's value counts
+ * its hits in its first word, for every kind. */
+enum gs_agg_limits {
+    GS_AGG_MAX_KEYS = 4096,
+    GS_AGG_STRING_CAP = 64,
+    GS_AGG_HIST_BUCKETS = 66,
+    GS_AGG_MAX_KEY_SIZE = 264,
+};
+
+struct gs_agg_key_head {
+    __u8 status;
+    __u8 pad[7];
+};
+
+struct gs_agg_hist {
+    __u64 buckets[GS_AGG_HIST_BUCKETS];
+};
+
 /* Map names, as the generated C declares them and Python opens them. */
 #define GS_MAP_EVENTS gs_events
 #define GS_MAP_SCRATCH gs_scratch_buf
@@ -177,5 +204,12 @@ struct gs_return_key {
 #define GS_MAP_PID_ALIASES pid_aliases
 #define GS_MAP_OFFSETS_WANTED gs_offsets_wanted
 #define GS_MAP_TLS proc_module_tls
+/* Per aggregation (array index = its index), per CPU: hits whose new key
+ * did not fit (the map was full), reported as dropped. */
+#define GS_MAP_AGG_DROPPED gs_agg_dropped
+/* All zeros: where a new hist key's first value is copied from (66 words
+ * do not fit on the 512-byte BPF stack beside the key). */
+#define GS_MAP_AGG_ZERO gs_agg_zero
+#define GS_MAP_AGG_PREFIX gs_agg
 
 #endif /* GS_ABI_H */

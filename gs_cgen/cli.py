@@ -54,6 +54,8 @@ class TraceRequest:
     mem_dump_cap: int
     backtrace_depth: int
     backtrace_stack: int
+    stats: bool = False
+    interval: float | None = None
 
 
 @cli.command(context_settings={"ignore_unknown_options": False})
@@ -75,6 +77,11 @@ class TraceRequest:
               help="Frames a `bt` shows at most.")
 @click.option("--backtrace-stack", type=click.IntRange(min=512), default=16384, show_default=True,
               help="Bytes of stack a `bt` copies from sp for the unwinder.")
+@click.option("--stats", is_flag=True,
+              help="Per-probe cost on stderr at exit (and every --interval): hits, "
+                   "average ns per hit, events sent and lost.")
+@click.option("--interval", type=click.FloatRange(min=0, min_open=True),
+              help="Print aggregations (and --stats) every SECONDS, not only at exit.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def trace(script_text, script_file, **options) -> None:
     """Attach a trace script to a process, a binary, or a command to launch."""
@@ -121,7 +128,8 @@ def _run_trace(script: _ScriptSource, request: TraceRequest) -> int:
         style = request.output or ("pretty" if sys.stdout.isatty() else "plain")
         options = TraceOptions(style, request.max_events, request.duration, request.dry_run,
                                pid=process.pid if process else None,
-                               stop_when_gone=None if launched else request.pid)
+                               stop_when_gone=None if launched else request.pid,
+                               stats=request.stats, interval=request.interval)
         return run_trace(compiled, options, _diagnostic, launched)
     finally:
         if launched is not None and not launched.released:

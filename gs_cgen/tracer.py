@@ -15,6 +15,7 @@ from gs_cgen.runtime import target as proc
 from gs_cgen.runtime.collector import LossReports, collect
 from gs_cgen.runtime.launch import LaunchedCommand
 from gs_cgen.runtime.offsets import OffsetKeeper
+from gs_cgen.runtime.reports import Reports
 from gs_cgen.runtime.session import TraceSession, require_privileges
 from gs_cgen.runtime.symbolize import FrameResolver
 
@@ -27,6 +28,8 @@ class TraceOptions:
     dry_run: bool
     pid: int | None              # only this process's events (-p, launch)
     stop_when_gone: int | None   # end when this PID exits (-p)
+    stats: bool = False          # --stats: per-probe cost on stderr
+    interval: float | None = None   # --interval: aggregations/stats every SECONDS
 
 
 class _StopFlag:
@@ -44,6 +47,7 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
     stop = _StopFlag()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     session = TraceSession(compiled.plan, compiled.c_text)
+    reports = Reports(session, options.output, options.stats, options.interval)
     try:
         session.load()
         if session.read_mode.note:
@@ -55,6 +59,7 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         keeper.fill_existing()
         if stop.raised:
             return 0
+        reports.start()
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
         resolver = FrameResolver()
@@ -62,11 +67,15 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
             resolver.remember(options.pid)
         if launched is not None:
             _start(launched, keeper, resolver)
-        status = _loop(session, compiled, options, stop, diagnostics, keeper, launched, resolver)
+        status = _loop(session, compiled, options, stop, diagnostics, keeper, launched, resolver,
+                       reports)
+        if reports.wanted:
+            reports.print_all()         # the probes are detached: these are final
         if launched is not None and launched.released and launched.end():
             diagnostics(f"trace ended; command {launched.exit_description()}")
         return status
     finally:
+        reports.close()
         session.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -86,7 +95,8 @@ def _start(launched: LaunchedCommand, keeper: OffsetKeeper, resolver: FrameResol
 
 
 def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, diagnostics,
-          keeper: OffsetKeeper, launched: LaunchedCommand | None, resolver: FrameResolver) -> int:
+          keeper: OffsetKeeper, launched: LaunchedCommand | None, resolver: FrameResolver,
+          reports: Reports | None = None) -> int:
     probes = {p.site.probe_id: p for p in compiled.plan.probes}
     writer = EventWriter(options.output, probes, resolver)
     renderers, emit = writer.renderers, writer.chunks.append
@@ -116,6 +126,8 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
     def should_stop() -> bool:
         writer.flush()           # one write per poll batch, not per event
         keeper.retry()
+        if reports is not None:
+            reports.tick(time.monotonic())
         if max_events_reached():
             return True
         if deadline is not None and time.monotonic() >= deadline:
@@ -149,7 +161,7 @@ def _print_sites(compiled: Compiled) -> None:
         handling = f", {site.handling}" if site.handling else ""
         print(f"probe {site.probe_id}: {site.pattern_text} -> {site.function_text} at {where} "
               f"[{site.module_path} 0x{site.address:x}, file offset 0x{site.file_offset:x}"
-              f"{handling}] ({len(probe.slots)} value(s), {probe.event_size}-byte event) verified")
+              f"{handling}] ({_event_text(probe)}) verified")
         if site.placement_note:
             print(f"  placed {site.placement_note}")
         if probe.entry is not None:
@@ -172,3 +184,9 @@ def _site_text(site) -> str:
     handling = f", {site.handling}" if site.handling else ""
     return (f"at {where} [{site.module_path} 0x{site.address:x}, "
             f"file offset 0x{site.file_offset:x}{handling}]")
+
+
+def _event_text(probe) -> str:
+    if not probe.lines:
+        return "aggregations only, no event"
+    return f"{len(probe.slots)} value(s), {probe.event_size}-byte event"

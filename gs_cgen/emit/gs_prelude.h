@@ -45,6 +45,25 @@ static __always_inline long gs_read_user_str(void *dst, __u32 cap, __u64 addr)
     return n;
 }
 
+/* hist(): bpftrace's power-of-2 buckets (gs_abi.h gs_agg_hist): 0 for a
+ * negative value (when the value's type is signed), 1 for 0, 2 + k for
+ * [2^k, 2^(k+1)); k by a bounded binary search (no loop for the verifier). */
+static __always_inline __u32 gs_hist_bucket(__u64 value, int is_signed)
+{
+    if (is_signed && (__s64)value < 0)
+        return 0;
+    if (value == 0)
+        return 1;
+    __u32 k = 0;
+    if (value >> 32) { value >>= 32; k += 32; }
+    if (value >> 16) { value >>= 16; k += 16; }
+    if (value >> 8) { value >>= 8; k += 8; }
+    if (value >> 4) { value >>= 4; k += 4; }
+    if (value >> 2) { value >>= 2; k += 2; }
+    if (value >> 1) { k += 1; }
+    return 2 + k;
+}
+
 #define GS_STATUS(ev, slot) ((ev)[(slot)])
 #define GS_LENGTH(ev, slot) (*(__u32 *)((ev) + (slot) + 4))
 #define GS_ADDRESS(ev, slot) (*(__u64 *)((ev) + (slot) + 8))

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
+from gs_cgen.emit.aggregations import emit_aggregate
 from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
-from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, DumpCapture, EntryCapture,
-                                IfStep,
+from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
+                                 CompositeCapture, DumpCapture, EntryCapture, IfStep,
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
                                 ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot)
 
@@ -69,16 +70,41 @@ def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = 
     # every register is copied to a local once, straight off ctx.
     for register in _registers(probe):
         w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
-    if _conditions(probe):
+    if not probe.lines and not finish:
+        # Aggregations only: the map updates are the whole probe, no event.
+        # (A return probe's entry record has no lines, and is built.)
+        _decide_only(w, probe)
+        w.line("return 0;")
+        return _function(probe, w, function, parameters)
+    if _conditions(probe) or aggregate_steps(probe.steps):
         _decide_then_build(w, probe)
     else:
         _build(w, probe, started=False)
         _fill_values(w, probe, probe.steps, guarded=False)
     for line in finish or (f"return {_event_functions(probe).submit}(ctx, ev, {probe.event_size});",):
         w.line(line)
+    return _function(probe, w, function, parameters)
+
+
+def _function(probe: ProbePlan, w: CWriter, function: str | None = None,
+              parameters: str = "") -> str:
     name = function or f"int {c.probe_function_name(probe.site.probe_id)}"
     header = f"{name}(struct pt_regs *ctx{parameters})\n{{"
     return "\n".join([header, w.text(), "}", ""])
+
+
+def _decide_only(w: CWriter, probe: ProbePlan) -> None:
+    """A probe that sends nothing: what its updates read, then the updates
+    (in the decide phase's order, inside their `if`s; an `if` of such a
+    probe has a line, its ExprError, so it never gets here)."""
+    nodes = _condition_nodes(probe)
+    if _header_needed(probe, nodes):
+        w.line("struct gs_event_hdr gs_hdr = {};")
+        w.line(f"gs_fill_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, 0);")
+        w.line("struct gs_event_hdr *hdr = &gs_hdr;")
+    _lookups(w, probe, nodes, set())
+    for step in probe.steps:
+        _decide_step(w, probe, step)
 
 
 def emit_record_fill(probe: ProbePlan, function: str, records: str) -> str:
@@ -224,6 +250,8 @@ def _decide_step(w: CWriter, probe: ProbePlan, step: Step) -> None:
             w.line(f"{_mark(bit)};")
         case IfStep():
             _decide_if(w, probe, step)
+        case AggregateStep():
+            emit_aggregate(w, step)
 
 
 def _decide_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
@@ -347,8 +375,10 @@ def _conditions(probe: ProbePlan) -> list[IfStep]:
 
 
 def _condition_nodes(probe: ProbePlan) -> list:
-    return list(ir.walk(probe.slots[step.error_slot].capture.condition
-                        for step in _conditions(probe)))
+    """What the decide phase evaluates: conditions and aggregation updates."""
+    updates = [v for step in aggregate_steps(probe.steps) for v in aggregate_scalars(step)]
+    return list(ir.walk([*(probe.slots[step.error_slot].capture.condition
+                           for step in _conditions(probe)), *updates]))
 
 
 def _header_needed(probe: ProbePlan, nodes) -> str:

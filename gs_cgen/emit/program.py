@@ -6,6 +6,7 @@ from string import Template
 
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
+from gs_cgen.emit.aggregations import emit_aggregation_maps
 from gs_cgen.emit.probe import emit_probe
 from gs_cgen.plan.model import EventTransport, Plan
 
@@ -74,6 +75,8 @@ def emit_program(plan: Plan) -> str:
     """The whole C source for one plan."""
     parts = [_banner(plan), _includes(plan), _layout_asserts(_asserted_structs(plan)),
              _runtime_section(plan)]
+    if plan.aggregations:
+        parts.append(emit_aggregation_maps(plan))
     parts.extend(_emit_probe_functions(probe) for probe in plan.probes)
     return "\n".join(parts)
 

@@ -10,6 +10,7 @@ from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType,
                                  type_size)
 from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan import arith, ir
+from gs_cgen.plan.aggregations import AggregationTable, plan_aggregate
 from gs_cgen.plan.expr import ExprPlanner
 from gs_cgen.plan.limits import EventLimit, event_limit, object_cap
 from gs_cgen.plan.locations import SYNTHETIC_POINTER
@@ -50,22 +51,26 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
     DWARF names of a block are resolved across all its sites first
     (plan/scope.py), then each site is planned."""
     probes: list[ProbePlan] = []
+    aggregations = AggregationTable()
     for block in script.traces:
         if isinstance(block.pattern, ast.ReturnPattern):
             from gs_cgen.plan.retprobe import plan_return_block  # noqa: PLC0415 — it builds on this module
-            probes.extend(plan_return_block(block, modules, script.text, options, len(probes)))
+            probes.extend(plan_return_block(block, modules, script.text, options, len(probes),
+                                            aggregations))
             continue
         _refuse_return_specials(block)
         sites = resolve_sites(block, modules, first_probe_id=len(probes))
         scopes = block_scopes([site_variables(module, site) for module, site in sites])
         for (module, site), scope in zip(sites, scopes):
-            probe = plan_probe(block, site, module, modules, scope, script.text, options)
+            probe = plan_probe(block, site, module, modules, scope, script.text, options,
+                               aggregations)
             probes.append(place_probe(probe, module))
     tls_cookies = _cookies(probes, ir.ThreadLocalBase)
     return Plan(tuple(probes), _referenced_modules(probes, modules, tls_cookies),
                 options.pid_namespace, options.transport, options.input_pid, options.script_name,
                 options.watch_exec,
-                options.thread_pointer.fsbase_offset if tls_cookies else None)
+                options.thread_pointer.fsbase_offset if tls_cookies else None,
+                aggregations.all())
 
 
 def _refuse_return_specials(block: ast.TraceBlock) -> None:
@@ -108,9 +113,11 @@ class _SlotSpec:
 
 
 def plan_probe(block: ast.TraceBlock, site: ProbeSite, module, modules: ModuleSet,
-               scope: SiteScope, text: str, options: PlanOptions) -> ProbePlan:
+               scope: SiteScope, text: str, options: PlanOptions,
+               aggregations: AggregationTable | None = None) -> ProbePlan:
     """Plan one trace block at one of its resolved sites."""
-    return _ProbeBuilder(block, site, module, modules, scope, text, options).build()
+    return _ProbeBuilder(block, site, module, modules, scope, text, options,
+                         aggregations=aggregations or AggregationTable()).build()
 
 
 @dataclass
@@ -126,12 +133,14 @@ class _ProbeBuilder:
     options: PlanOptions
     slots: list[_SlotSpec] = field(default_factory=list)
     lines: list[RenderLine] = field(default_factory=list)
+    aggregations: AggregationTable = field(default_factory=AggregationTable)
 
     def __post_init__(self) -> None:
         if self.scope.site_count > 1:
             where = f"any of the {self.scope.site_count} sites of {self.block.pattern_text}"
         else:
             where = f"{self.site.function or self.site.pattern_text} ({self.block.pattern_text})"
+        self.where = where
         self.exprs = ExprPlanner(self.module, self.modules, self.scope, where,
                                  self.options.input_pid, abi().constants["GS_COMPARE_CAP"],
                                  self.text, self.site.address, self.site.no_variables,
@@ -173,6 +182,9 @@ class _ProbeBuilder:
                 slot = self._add_slot(capture, backtrace_data_size(capture), "backtrace",
                                       stmt.span)
                 return [self._line(lambda bit: BacktraceLine(slot, bit), (slot,))]
+            case ast.Aggregate():
+                return [plan_aggregate(stmt, self.exprs, self.aggregations, self.text,
+                                       self.where)]
         raise UnsupportedError(f"not supported yet: {type(stmt).__name__}", stmt.span)
 
     def _line(self, make, slots: tuple[int, ...]) -> PrintStep:

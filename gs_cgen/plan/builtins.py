@@ -2,9 +2,18 @@
 the bytes are equal (GhostScope's meaning, not C's 0)."""
 from __future__ import annotations
 
+from gs_cgen.abi import abi
 from gs_cgen.errors import PlanError
 from gs_cgen.plan import ir
 from gs_cgen.script import ast
+
+
+def known_bytes_cap() -> int:
+    """The most bytes a comparison with a known side can compare: the
+    target's bytes are read into the probe's work area (GS_WORK_SIZE); a
+    C string compared with == is read with its terminator and one byte
+    more (a longer string must not read as equal)."""
+    return abi().constants["GS_WORK_SIZE"] - 2
 
 
 def plan_builtin(planner, call: ast.Call) -> ir.Scalar:
@@ -49,13 +58,22 @@ def _string_prefix(planner, call, a, b, length: int | ir.Scalar | None) -> ir.Sc
     address = planner.string_address(other, other_expr)
     if _computed(length):
         # Compared: min(n, the literal's length); above what the probe can
-        # compare (compare_cap), the comparison fails rather than say equal.
-        return ir.BytesEqual(address, literal.value[:planner.compare_cap], "prefix", length,
+        # compare, the comparison fails rather than say equal.
+        return ir.BytesEqual(address, literal.value[:known_bytes_cap()], "prefix", length,
                              clamp=len(literal.value))
     expected = literal.value if length is None else literal.value[:length]
     if not expected:
         return ir.Const(1)
-    return ir.BytesEqual(address, expected[:planner.compare_cap], "prefix")
+    return ir.BytesEqual(address, _within_cap(expected, call), "prefix")
+
+
+def _within_cap(expected: bytes, call: ast.Call) -> bytes:
+    """Never compare part of what the script asked and call it equal."""
+    if len(expected) > known_bytes_cap():
+        raise PlanError(f"{call.function} would compare {len(expected)} bytes; a probe compares "
+                        f"at most {known_bytes_cap()} bytes of target memory with a known string",
+                        call.span)
+    return expected
 
 
 def _known_prefixes(a: bytes, b: bytes, length: int | ir.Scalar | None) -> ir.Scalar:
@@ -87,7 +105,7 @@ def _memcmp(planner, call: ast.Call) -> ir.Scalar:
         other = b if known[0][0] is a else a
         address = planner.string_address(planner.place(other), other)
         # At most the known side's bytes: beyond them, the comparison fails.
-        return ir.BytesEqual(address, known[0][1], "prefix", length)
+        return ir.BytesEqual(address, known[0][1][:known_bytes_cap()], "prefix", length)
     for expr, data in known:
         if length > len(data):
             raise PlanError(f"memcmp length {length} exceeds the {len(data)} bytes of "
@@ -98,7 +116,7 @@ def _memcmp(planner, call: ast.Call) -> ir.Scalar:
         return ir.Const(1)
     other = b if known[0][0] is a else a
     address = planner.string_address(planner.place(other), other)
-    return ir.BytesEqual(address, known[0][1][:length], "prefix")
+    return ir.BytesEqual(address, _within_cap(known[0][1][:length], call), "prefix")
 
 
 def _memory_equal(planner, call: ast.Call, a, b, length: int | ir.Scalar) -> ir.Scalar:

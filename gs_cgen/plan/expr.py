@@ -13,7 +13,7 @@ from gs_cgen.dwarf.types import (ArrayType, ComplexType, CType, FloatType, Funct
 from gs_cgen.errors import DebugInfoError, PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
 from gs_cgen.plan import ir
-from gs_cgen.plan.builtins import plan_builtin
+from gs_cgen.plan.builtins import known_bytes_cap, plan_builtin
 from gs_cgen.plan.casts import cast_place, cast_type
 from gs_cgen.plan.locations import (SYNTHETIC_POINTER, LocationPlanner, composite_value,
                                     sub_place)
@@ -302,6 +302,10 @@ class ExprPlanner:
             literal, other, other_expr = ((left, right, expr.right)
                                           if isinstance(left, ir.StringPlace)
                                           else (right, left, expr.left))
+            if len(literal.value) > known_bytes_cap():
+                raise PlanError(f"a string compared with == may have at most "
+                                f"{known_bytes_cap()} bytes; this one has {len(literal.value)}",
+                                expr.span)
             address = self.string_address(other, other_expr)
             equal = ir.BytesEqual(address, literal.value, "cstring")
         return equal if expr.op is ast.BinaryOp.EQ else ir.UnaryOp("!", equal)

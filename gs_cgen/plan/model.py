@@ -361,7 +361,67 @@ class IfStep:
     else_is_chain: bool
 
 
-Step = PrintStep | IfStep
+class AggregationKeyKind(Enum):
+    SCALAR = "scalar"     # integer, enum, bool, pointer: 8 bytes
+    STRING = "string"     # a C string, read with bpf_probe_read_user_str
+
+
+@dataclass(frozen=True)
+class AggregationKey:
+    """One `by` value of an aggregation's key, at byte `offset` of the key
+    (after its gs_agg_key_head), `size` bytes; `ctype` renders it."""
+
+    text: str
+    kind: AggregationKeyKind
+    ctype: CType | None
+    type_text: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class AggregationPlan:
+    """One aggregation of the script, shared by every probe that names it:
+    its map `index`, what it keeps (`kind`: "count", "sum" or "hist"),
+    its key layout and, for sum/hist, the value's type."""
+
+    index: int
+    name: str
+    kind: str
+    keys: tuple[AggregationKey, ...]
+    key_size: int
+    value_type: str | None = None
+    value_signed: bool = False
+    span: SourceSpan | None = None
+
+
+@dataclass(frozen=True)
+class AggregateStep:
+    """Update `aggregation` with this probe's `keys` (a value, or a C
+    string's address, per AggregationPlan key) and `value`."""
+
+    aggregation: AggregationPlan
+    keys: tuple["Scalar", ...]
+    value: "Scalar | None"
+    text: str
+
+
+Step = PrintStep | IfStep | AggregateStep
+
+
+def aggregate_steps(steps) -> list[AggregateStep]:
+    """Every aggregation update of `steps`, inside `if`s too, in order."""
+    found: list[AggregateStep] = []
+    for step in steps:
+        if isinstance(step, AggregateStep):
+            found.append(step)
+        elif isinstance(step, IfStep):
+            found.extend(aggregate_steps(step.then + step.otherwise))
+    return found
+
+
+def aggregate_scalars(step: AggregateStep) -> tuple["Scalar", ...]:
+    return step.keys + ((step.value,) if step.value is not None else ())
 
 
 @dataclass(frozen=True)
@@ -385,7 +445,9 @@ class ProbePlan:
     def scalar_nodes(self):
         """Every IR node any capture of this probe evaluates."""
         from gs_cgen.plan.ir import walk  # noqa: PLC0415
-        return walk(v for slot in self.slots for v in capture_scalars(slot.capture))
+        aggregated = (v for step in aggregate_steps(self.steps) for v in aggregate_scalars(step))
+        return walk([*(v for slot in self.slots for v in capture_scalars(slot.capture)),
+                     *aggregated])
 
     @cached_property
     def slot_line_masks(self) -> tuple[int, ...]:
@@ -481,3 +543,4 @@ class Plan:
     script_name: str
     watch_exec: bool = False      # -t: notify the tracer of every exec
     task_fsbase_offset: int | None = None   # set when a probe reads TLS (ThreadPointer)
+    aggregations: tuple[AggregationPlan, ...] = ()

@@ -47,8 +47,10 @@ CFA_SLOT, RETURN_ADDRESS_SLOT, ENTRY_IP_SLOT = 0, 1, 2
 
 
 def plan_return_block(block: ast.TraceBlock, modules: ModuleSet, text: str,
-                      options: PlanOptions, first_probe_id: int) -> list[ProbePlan]:
-    """The return probes (each with its paired entry probe) of one block."""
+                      options: PlanOptions, first_probe_id: int,
+                      aggregations=None) -> list[ProbePlan]:
+    """The return probes (each with its paired entry probe) of one block;
+    its aggregations go into the script's `aggregations` table."""
     function = block.pattern.function
     as_function = dataclasses.replace(block, pattern=ast.FunctionPattern(function))
     sites = [(module, site) for module, site in resolve_sites(as_function, modules, 0)
@@ -66,6 +68,8 @@ def plan_return_block(block: ast.TraceBlock, modules: ModuleSet, text: str,
         recorder = EntryRecorder(block, site, module, modules, scope, text, options)
         returning = ReturnBuilder(block, _return_site(site, module), module, modules, scope,
                                   text, options, recorder=recorder)
+        if aggregations is not None:
+            returning.aggregations = aggregations
         probe = place_probe(returning.build(), module)
         record, capture = recorder.finish(probe.site)
         capture = place_probe(capture, module) if capture is not None else None

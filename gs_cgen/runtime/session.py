@@ -233,6 +233,25 @@ class TraceSession:
                 sent, failed = sent + counts.sent, failed + counts.failed
         return EventCounts(sent, failed)
 
+    def aggregation_map(self, name: str):
+        """An aggregation's map (or its dropped counters) by fd, as
+        runtime/bpfmaps.py BpfMap. (`bpfcache` adds TraceSession.map(name)
+        for the same; the two are to be unified.)"""
+        from gs_cgen.runtime.bpfmaps import BpfMap  # noqa: PLC0415
+        return BpfMap.from_fd(self.bpf[name].map_fd)
+
+    def probe_event_counts(self) -> dict[int, tuple[int, int]]:
+        """Per probe id: (sent, failed) events, summed over CPUs (--stats)."""
+        table = self.bpf[abi().map_names["GS_MAP_COUNTS"]]
+        totals = {}
+        for index, per_cpu in table.items():
+            totals[index.value] = (sum(c.sent for c in per_cpu), sum(c.failed for c in per_cpu))
+        return totals
+
+    def program_fd(self, probe_id: int) -> int:
+        """The loaded BPF program of one probe (--stats reads its run time)."""
+        return self.functions[probe_id].fd
+
     def rearm_offsets_notice(self, pid: int) -> None:
         """Let the probes report `pid`'s next offsets miss: they report a
         process once, until its entry here is deleted."""

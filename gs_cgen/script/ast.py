@@ -272,7 +272,28 @@ class Backtrace:
     mode: BacktraceMode = BacktraceMode.DEFAULT
 
 
-Stmt = PrintFormat | PrintExpr | Let | If | Backtrace
+class AggregationKind(Enum):
+    COUNT = "count"
+    SUM = "sum"       # of an integer expression
+    HIST = "hist"     # power-of-2 histogram of an integer expression
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """`count NAME [by k, ...];`, `sum NAME = v [by ...];`, `hist NAME = v
+    [by ...];`. `value` is None for count; `key_texts` are the `by`
+    expressions as written."""
+
+    kind: AggregationKind
+    name: str
+    value: Expr | None
+    keys: tuple[Expr, ...]
+    key_texts: tuple[str, ...]
+    span: SourceSpan
+    name_span: SourceSpan
+
+
+Stmt = PrintFormat | PrintExpr | Let | If | Backtrace | Aggregate
 
 
 # ------------------------------------------------------------ trace patterns

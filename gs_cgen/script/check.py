@@ -66,6 +66,10 @@ def _check_statement(statement: ast.Stmt, scope: _Scope) -> None:
             _check_block(statement.else_body, scope.nested())
         case ast.Backtrace():
             pass
+        case ast.Aggregate():
+            for expr in (statement.value, *statement.keys):
+                if expr is not None:
+                    _check_uses(expr, scope)
 
 
 def _declare(let: ast.Let, scope: _Scope) -> None:

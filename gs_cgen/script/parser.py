@@ -252,6 +252,27 @@ class _ToAst(Transformer):
         return ast.Backtrace(_meta_span(meta),
                              ast.BacktraceMode(str(mode)) if mode else ast.BacktraceMode.DEFAULT)
 
+    def count_stmt(self, meta, children):
+        name, keys = children
+        return self._aggregate(meta, ast.AggregationKind.COUNT, name, None, keys)
+
+    def sum_stmt(self, meta, children):
+        name, value, keys = children
+        return self._aggregate(meta, ast.AggregationKind.SUM, name, value, keys)
+
+    def hist_stmt(self, meta, children):
+        name, value, keys = children
+        return self._aggregate(meta, ast.AggregationKind.HIST, name, value, keys)
+
+    def by_clause(self, meta, keys):
+        return tuple(keys)
+
+    def _aggregate(self, meta, kind, name, value, keys):
+        keys = keys or ()
+        return ast.Aggregate(kind, str(name), value, keys,
+                             tuple(self._source(key.span) for key in keys),
+                             _meta_span(meta), _token_span(name))
+
     def assign_stmt(self, meta, children):
         # GhostScope's wording (docs/scripting.md, "Scoping & Shadowing").
         raise ScriptError(
@@ -462,7 +483,7 @@ _REGEX_TERMINALS = {
                "MODULE:0xADDR)",
     "QUALIFIED_NAME": "a name",
 }
-_STATEMENT_STARTS = {"print", "let", "if", "bt", "backtrace"}
+_STATEMENT_STARTS = {"print", "let", "if", "bt", "backtrace", "count", "sum", "hist"}
 _OPERAND_STARTS = {"NAME", "QUALIFIED_NAME", "INT", "STRING", "SPECIAL", "true", "false",
                    "cast", "(", "-", "!", "~", "*", "&"}
 # Binary operators plus the postfix ones (`.`, `[`, call `(`).

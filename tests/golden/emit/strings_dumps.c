@@ -246,11 +246,8 @@ int gs_probe_0(struct pt_regs *ctx)
             {
                 long n = gs_read_user_str(work, 5, gs_a1);
                 if (n < 0) { gs_st = GS_STATUS_READ_ERROR; gs_fa = gs_a1; goto gs_fail_4; }
-                __u8 diff = 0;
-                diff |= work[0] ^ 71;
-                diff |= work[1] ^ 69;
-                diff |= work[2] ^ 84;
-                diff |= work[3] ^ 0;
+                __u64 diff = 0;
+                diff |= ((*(__u64 *)(work + 0) ^ 0x544547ULL) & 0xffffffffULL);
                 gs_eq4 = (n == 4 && diff == 0);
             }
             gs_c4 = ((__u64)((gs_eq4) != (0x0ULL)));
@@ -340,9 +337,8 @@ int gs_probe_0(struct pt_regs *ctx)
         {
             if (gs_read_user_helper(work, 2, (const void *)gs_a12))
                 { gs_st = GS_STATUS_READ_ERROR; gs_fa = gs_a12; goto gs_fail_5; }
-            __u8 diff = 0;
-            diff |= work[0] ^ 71;
-            diff |= work[1] ^ 69;
+            __u64 diff = 0;
+            diff |= ((*(__u64 *)(work + 0) ^ 0x4547ULL) & 0xffffULL);
             gs_eq15 = (diff == 0);
         }
         GS_STORE(ev, 1168, 1184, 8, gs_eq15);
@@ -363,9 +359,8 @@ int gs_probe_0(struct pt_regs *ctx)
         {
             if (gs_read_user_helper(work, 2, (const void *)gs_a16))
                 { gs_st = GS_STATUS_READ_ERROR; gs_fa = gs_a16; goto gs_fail_6; }
-            __u8 diff = 0;
-            diff |= work[0] ^ 71;
-            diff |= work[1] ^ 69;
+            __u64 diff = 0;
+            diff |= ((*(__u64 *)(work + 0) ^ 0x4547ULL) & 0xffffULL);
             gs_eq19 = (diff == 0);
         }
         GS_STORE(ev, 1192, 1208, 8, gs_eq19);

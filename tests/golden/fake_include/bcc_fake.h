@@ -34,4 +34,11 @@ void *__builtin_memset(void *dst, int c, unsigned long n);
 #define BPF_TABLE(kind, key, leaf, name, n) struct { leaf *(*lookup)(void *); \
     long (*update)(void *, void *); long (*delete)(void *); } name
 #define BPF_HASH(name, key, leaf, n) struct { leaf *(*lookup)(void *); long (*insert)(void *, void *); } name
+#define BPF_ARRAY(name, leaf, n) struct { leaf *(*lookup)(void *); } name
+#define BPF_PERCPU_HASH(name, key, leaf, n) struct { leaf *(*lookup)(void *); \
+    long (*insert)(void *, void *); } name
+#define BPF_F_TABLE(type, key, leaf, name, n, flags) struct { leaf *(*lookup)(void *); \
+    long (*insert)(void *, void *); } name
+#define BPF_F_NO_PREALLOC 1
+__u64 __sync_fetch_and_add(__u64 *target, __u64 value);
 #endif

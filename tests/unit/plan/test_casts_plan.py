@@ -124,3 +124,22 @@ def test_constant_lengths_fold_and_are_checked(casts):
         planned(casts, "trace cast_probe { print memcmp(raw, node, 65); }")
     assert info.value.message == "memcmp length 65 exceeds the 64 bytes a comparison of two " \
                                  "target buffers can compare"
+
+
+def test_known_strings_are_compared_whole_or_refused(casts):
+    """A literal longer than the 64 bytes compared between two target
+    buffers is compared whole (it was cut to 64 and called equal); one
+    beyond the work area is a compile-time error, never a partial
+    comparison."""
+    long_text = "x" * 100
+    probe = planned(casts, f'trace cast_probe {{ print starts_with(text, "{long_text}"); '
+                           f'print strncmp(text, "{long_text}", 90); }}')
+    first, second = (slot.capture.value for slot in probe.slots)
+    assert first.expected == long_text.encode() and second.expected == long_text[:90].encode()
+    too_long = "y" * 600
+    for statement in (f'print starts_with(text, "{too_long}");',
+                      f'print memcmp(text, "{too_long}", 520);',
+                      f'if text == "{too_long}" {{ print 1; }}'):
+        with pytest.raises(PlanError) as info:
+            planned(casts, f"trace cast_probe {{ {statement} }}")
+        assert "at most 510 bytes" in info.value.message

@@ -1,0 +1,52 @@
+"""Aggregations at plan time: key layout, one AggregationPlan per name
+shared by the probes, and the errors (non-integer sum, unknown name, key of
+an unsupported type, one name with two shapes)."""
+from __future__ import annotations
+
+import pytest
+
+from gs_cgen.errors import GsError, PlanError
+from gs_cgen.plan.model import AggregateStep, AggregationKeyKind
+from tests.unit.plan.test_build import plan
+
+
+def test_keys_are_laid_out_after_the_status_head():
+    result = plan("trace handle { hist sizes = size by req->path, fd, g_color; }")
+    (sizes,) = result.aggregations
+    assert (sizes.name, sizes.kind, sizes.value_type, sizes.value_signed) == \
+        ("sizes", "hist", "long", True)
+    layout = [(k.text, k.kind, k.offset, k.size) for k in sizes.keys]
+    assert layout == [("req->path", AggregationKeyKind.STRING, 8, 64),
+                      ("fd", AggregationKeyKind.SCALAR, 72, 8),
+                      ("g_color", AggregationKeyKind.SCALAR, 80, 8)]
+    assert sizes.key_size == 88
+    (step,) = result.probes[0].steps
+    assert isinstance(step, AggregateStep) and step.aggregation is sizes
+
+
+def test_one_name_in_two_probes_is_one_aggregation():
+    result = plan("trace handle { count calls by fd; } trace server.c:42 { count calls by fd; }")
+    assert len(result.aggregations) == 1
+    assert [p.steps[0].aggregation.index for p in result.probes] == [0, 0]
+    # An aggregation-only probe renders no line: it sends no event.
+    assert all(not p.lines for p in result.probes)
+
+
+def test_one_name_with_two_shapes_names_both():
+    with pytest.raises(PlanError) as error:
+        plan("trace handle {\n sum total = fd;\n}\ntrace server.c:42 {\n sum total = size;\n}")
+    message = error.value.message
+    assert "aggregation '@total' is used with different types" in message
+    assert "sum of int at line 2" in message and "sum of long here" in message
+
+
+@pytest.mark.parametrize("script, message", [
+    ("sum s = req;", "sum needs an integer: 'req' is of type 'struct request*'"),
+    ("hist h = \"text\";", "hist needs an integer: '\"text\"' is a string literal"),
+    ("count c by *req;", "'*req' of type 'struct request' cannot be an aggregation key"),
+    ("count c by nosuch;", "nosuch"),
+])
+def test_plan_errors(script, message):
+    with pytest.raises(GsError) as error:
+        plan(f"trace handle {{ {script} }}")
+    assert message in error.value.message
