@@ -221,3 +221,23 @@ def test_dry_run_shows_the_uretprobe_and_its_entry_probe(binary):
         assert f" 0x{address:x}," in lines[2]
     else:
         assert len(lines) == 2
+
+
+def test_return_values_and_durations_aggregate(binary):
+    """Aggregations in a return block (kept in the kernel, printed at
+    exit): keys and sums from $retval and $entry, a histogram of
+    $duration. The values are those gdb returns in
+    test_return_values_equal_gdb_finish: pick(4), pick(5) = GREEN, BLUE;
+    fact(5) enters with n = 5..1."""
+    result = gs_cgen("trace", "-s",
+                     "trace pick:return { count colors by $retval; } "
+                     "trace fact:return { sum entered = $entry(n); hist took = $duration; "
+                     "count calls by $entry(n), $retval; }", "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "@colors[color::BLUE]: 1\n@colors[color::GREEN]: 1\n" in out
+    assert "@entered: 15\n" in out
+    for n, value in ((1, 1), (2, 2), (3, 6), (4, 24), (5, 120)):
+        assert f"@calls[{n}, {value}]: 1\n" in out
+    took = out.split("@took:")[1].split("\n\n")[0]
+    assert sum(int(row.split(")")[1].split()[0]) for row in took.splitlines() if ")" in row) == 5
