@@ -164,20 +164,24 @@ class EntryRecorder(_ProbeBuilder):
         return ir.BinaryOp("+", ir.RegisterValue(register), ir.Const(rule[1] & (2**64 - 1)),
                            False)
 
-    def record(self, expr: ast.EntryValue) -> RecordedValue:
-        """The slot holding `expr` at entry (planned once per text)."""
-        if expr.text in self.recorded:
-            return self.recorded[expr.text]
+    def record(self, expr: ast.EntryValue,
+               kind: ast.FormatKind = ast.FormatKind.DEFAULT) -> RecordedValue:
+        """The slot holding `expr` at entry, read as `print "{kind}"`
+        would (planned once per text and kind): POINTER keeps a string's
+        pointer rather than its characters."""
+        name = f"{expr.text}{{:{kind.value}}}"
+        if name in self.recorded:
+            return self.recorded[name]
         for node in _expressions(expr.expr):
-            name = _return_special_name(node)
-            if name:
-                raise PlanError(f"{name} cannot be used inside $entry(...): $entry evaluates "
-                                "its expression when the call is entered", node.span)
-        index = self._value_slot(expr.expr, expr.text, ast.FormatKind.DEFAULT)
+            special = _return_special_name(node)
+            if special:
+                raise PlanError(f"{special} cannot be used inside $entry(...): $entry "
+                                "evaluates its expression when the call is entered", node.span)
+        index = self._value_slot(expr.expr, expr.text, kind)
         spec = self.slots[index]
         offset = self._slot_offset(index)
         value = RecordedValue(index, spec.capture, spec.size, offset, offset + SLOT_HEADER_SIZE)
-        self.recorded[expr.text] = value
+        self.recorded[name] = value
         return value
 
     def _slot_offset(self, index: int) -> int:
@@ -284,7 +288,13 @@ class ReturnExprPlanner(ExprPlanner):
         return return_value_place(ctype, site.function, expr.span)
 
     def _entry(self, expr: ast.EntryValue) -> ir.Place:
-        recorded = self.builder.recorder.record(expr)
+        recorder = self.builder.recorder
+        # In an expression (a comparison, an aggregation key) a C string is
+        # its pointer at entry; its characters are read at the return.
+        ctype = getattr(recorder.exprs.place(expr.expr), "ctype", None)
+        pointer = arith.is_string_type(ctype) and arith.is_pointer(ctype)
+        recorded = recorder.record(expr, ast.FormatKind.POINTER if pointer
+                                   else ast.FormatKind.DEFAULT)
         match recorded.capture:
             case ScalarCapture(ctype=ctype):
                 return _recorded_scalar(recorded, ctype)

@@ -228,16 +228,23 @@ def test_return_values_and_durations_aggregate(binary):
     exit): keys and sums from $retval and $entry, a histogram of
     $duration. The values are those gdb returns in
     test_return_values_equal_gdb_finish: pick(4), pick(5) = GREEN, BLUE;
-    fact(5) enters with n = 5..1."""
+    fact(5) enters with n = 5..1; handle's three requests."""
     result = gs_cgen("trace", "-s",
                      "trace pick:return { count colors by $retval; } "
                      "trace fact:return { sum entered = $entry(n); hist took = $duration; "
-                     "count calls by $entry(n), $retval; }", "--", str(binary))
+                     "count calls by $entry(n), $retval; } "
+                     "trace handle:return { count by_name by $entry(req->name), $retval; "
+                     'if $entry(req->name) == "beta" { print "{} {}", $entry(req->name), '
+                     "$retval; } }", "--", str(binary))
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "@colors[color::BLUE]: 1\n@colors[color::GREEN]: 1\n" in out
     assert "@entered: 15\n" in out
     for n, value in ((1, 1), (2, 2), (3, 6), (4, 24), (5, 120)):
         assert f"@calls[{n}, {value}]: 1\n" in out
+    # A string $entry: its characters in a print, its pointer in a key or
+    # a comparison (the characters read at the return).
+    assert out.startswith('"beta" 20\n')
+    assert '@by_name["alpha", 10]: 1\n@by_name["beta", 20]: 1\n@by_name["gamma", 30]: 1\n' in out
     took = out.split("@took:")[1].split("\n\n")[0]
     assert sum(int(row.split(")")[1].split()[0]) for row in took.splitlines() if ")" in row) == 5

@@ -147,3 +147,17 @@ def test_a_function_that_exists_only_inlined():
         plan("trace handle:return { print $duration; }", module)
     assert caught.value.message == ("'handle' exists only inlined into its callers: it has no "
                                     "return instruction of its own to probe")
+
+
+def test_a_string_entry_is_its_characters_in_a_print_and_its_pointer_in_an_expression():
+    from gs_cgen.plan.model import StringCapture
+    probe = plan('trace handle:return { print $entry(req->path); '
+                 'if $entry(g_name) == "x" { print 1; } }').probes[0]
+    record = probe.entry.slots
+    # req->path is a char[16] in memory: printed whole. g_name (char *, a
+    # global): its pointer is recorded for the comparison, not its text.
+    assert isinstance(probe.slots[0].capture, EntryCapture)
+    captured = [slot.capture for slot in probe.entry_capture.slots[3:]]
+    assert [type(c).__name__ for c in captured] == ["MemoryCapture", "MemoryCapture"]
+    assert captured[1].size == 8 and len(record) == 5
+    assert not any(isinstance(slot.capture, StringCapture) for slot in record)
