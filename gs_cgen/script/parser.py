@@ -359,6 +359,9 @@ class _ToAst(Transformer):
 def trace_pattern(text: str, span: SourceSpan) -> ast.TracePattern:
     """Classify the text after `trace`: function, FILE:LINE, 0xADDR or
     MODULE:0xADDR."""
+    if text.startswith("'") and text.endswith("'" + RETURN_SUFFIX):
+        quoted = text[1:-len(RETURN_SUFFIX) - 1].strip()
+        return ast.ReturnPattern(_cpp_function_pattern(quoted, span).name)
     if text.startswith("'"):
         return _cpp_function_pattern(text[1:-1].strip(), span)
     if text.endswith(RETURN_SUFFIX) and len(text) > len(RETURN_SUFFIX):

@@ -14,6 +14,8 @@ def test_return_pattern_names_the_function():
     assert parse("trace ns::add:return { }").traces[0].pattern == ast.ReturnPattern("ns::add")
     assert parse("trace memcpy@@GLIBC_2.14:return { }").traces[0].pattern == \
         ast.ReturnPattern("memcpy@@GLIBC_2.14")
+    assert parse("trace 'geo::add(int, int)':return { }").traces[0].pattern == \
+        ast.ReturnPattern("geo::add(int, int)")
     # A plain function and FILE:LINE are what they were.
     assert parse("trace fact { }").traces[0].pattern == ast.FunctionPattern("fact")
     assert parse("trace a.c:12 { }").traces[0].pattern == ast.LinePattern("a.c", 12)
