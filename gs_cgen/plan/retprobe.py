@@ -27,17 +27,16 @@ from dataclasses import dataclass, field
 from gs_cgen.abi import abi
 from gs_cgen.errors import DebugInfoError, PlanError
 from gs_cgen.plan import arith, ir
-from gs_cgen.plan.build import (SLOT_HEADER_SIZE, PlanOptions, _align, _layout, _ProbeBuilder,
-                                _SlotSpec)
+from gs_cgen.dwarf.types import type_size
+from gs_cgen.plan.build import SLOT_HEADER_SIZE, PlanOptions, _align, _layout, _ProbeBuilder
 from gs_cgen.plan.expr import ExprPlanner
 from gs_cgen.plan.limits import event_limit
 from gs_cgen.plan.locations import PT_REGS_FIELD
-from gs_cgen.dwarf.types import type_size
 from gs_cgen.plan.model import (EntryCapture, MemoryCapture, NoCapture, PrintStep, ProbePlan,
                                 ProbeSite, ScalarCapture)
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.retval import return_value_place
-from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
+from gs_cgen.plan.scope import block_scopes, site_variables
 from gs_cgen.plan.sites import place_probe, resolve_sites
 from gs_cgen.script import ast
 
