@@ -175,7 +175,16 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
                           backtrace_stack=request.backtrace_stack,
                           thread_pointer=thread_pointer())
     modules = _module_set(process, request.target_path, launched)
-    return compile_script(script.text, modules, options), process
+    compiled = compile_script(script.text, modules, options)
+    _plan_notes(compiled.plan)
+    return compiled, process
+
+
+def _plan_notes(plan) -> None:
+    """What the planner decided for the user that they should know (e.g.
+    `print $locals;` bounded to fit an event), once each, on stderr."""
+    for note in dict.fromkeys(note for probe in plan.probes for note in probe.notes):
+        _diagnostic(note)
 
 
 def _held_libraries(process) -> tuple[str, ...]:
@@ -235,20 +244,36 @@ def _module_set(process, target_path, launched=None, globals_elsewhere: bool = T
 @click.option("-t", "--target", "target_path", type=str, help="An executable or shared library.")
 @click.argument("kind", type=click.Choice(["function", "line", "address"]))
 @click.argument("what")
-def info(pid, target_path, kind, what) -> None:
+@click.option("--lines", "by_line", is_flag=True,
+              help="function only: which variables are readable at each source line, and how.")
+@click.option("--output", type=click.Choice(["plain", "json"]), default="plain",
+              show_default=True)
+def info(pid, target_path, kind, what, by_line, output) -> None:
     """List probe sites and the variables visible at each."""
     if pid is None and target_path is None:
         raise click.UsageError("give -p PID or -t PATH")
+    if by_line and kind != "function":
+        raise click.UsageError("--lines goes with 'function NAME' only")
     from gs_cgen import info as info_mod  # noqa: PLC0415
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
     try:
         process = proc.open_process(pid) if pid is not None else None
         # info lists parameters and locals: no global is looked up elsewhere.
         modules = _module_set(process, target_path, globals_elsewhere=False)
-        click.echo(info_mod.describe(modules, kind, what))
+        click.echo(_info_text(info_mod, modules, kind, what, by_line, output))
     except GsError as exc:
         exc.span = None          # the pattern came from the command line, not a script
         _fail(exc, None)
+
+
+def _info_text(info_mod, modules, kind: str, what: str, by_line: bool, output: str) -> str:
+    import json  # noqa: PLC0415
+    if by_line:
+        found = info_mod.describe_lines(modules, what, output == "json")
+        return json.dumps(found) if output == "json" else found
+    if output == "json":
+        return json.dumps(info_mod.describe_data(modules, kind, what))
+    return info_mod.describe(modules, kind, what)
 
 
 def _diagnostic(message: str) -> None:

@@ -25,15 +25,41 @@ _EXAMPLES = {"function": "a function name", "line": "FILE:LINE",
 
 def describe(modules: ModuleSet, kind: str, what: str) -> str:
     """`kind` is function, line or address; `what` its argument."""
-    (block,) = parse(f"trace {what} {{ }}").traces
-    if not isinstance(block.pattern, _PATTERNS[kind]):
-        raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
-    sites = resolve_sites(block, modules, first_probe_id=0)
+    sites = _sites(modules, kind, what)
     frames = [site_frame(module, site) for module, site in sites]
     scopes = block_scopes([frame.variables for frame in frames])
     by_name = kind == "function"
     return "\n\n".join(_describe_site(module, site, by_name, frame, scope)
                        for (module, site), frame, scope in zip(sites, frames, scopes))
+
+
+def _sites(modules: ModuleSet, kind: str, what: str):
+    (block,) = parse(f"trace {what} {{ }}").traces
+    if not isinstance(block.pattern, _PATTERNS[kind]):
+        raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
+    return resolve_sites(block, modules, first_probe_id=0)
+
+
+def describe_data(modules: ModuleSet, kind: str, what: str) -> dict:
+    """`describe` as data (`--output json`; README "gs-cgen info")."""
+    from gs_cgen.render.info_json import site_json  # noqa: PLC0415
+    sites = _sites(modules, kind, what)
+    frames = [site_frame(module, site) for module, site in sites]
+    scopes = block_scopes([frame.variables for frame in frames])
+    return {"kind": kind, "pattern": what,
+            "sites": [site_json(module, site, frame, scope)
+                      for (module, site), frame, scope in zip(sites, frames, scopes)]}
+
+
+def describe_lines(modules: ModuleSet, what: str, as_json: bool) -> str | dict:
+    """`function NAME --lines`: the availability map of each copy
+    (plan/availability.py), as text or data."""
+    from gs_cgen.plan.availability import function_map  # noqa: PLC0415
+    from gs_cgen.render.availability import map_json, map_text  # noqa: PLC0415
+    maps = [function_map(module, site) for module, site in _sites(modules, "function", what)]
+    if as_json:
+        return {"kind": "function", "pattern": what, "maps": [map_json(m) for m in maps]}
+    return "\n\n".join(map_text(m) for m in maps)
 
 
 def _describe_site(module, site, by_name: bool, frame: FrameScope, scope: SiteScope) -> str:

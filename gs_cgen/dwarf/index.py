@@ -117,6 +117,9 @@ class DwarfIndex:
         self._abbrev_tables: dict[int, tuple] = {}
         self._files_by_path: dict[str, list[int]] | None = None
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
+        # DW_AT_ranges decoded, by DIE offset: scopes are walked at many PCs
+        # of one function (`info --lines`).
+        self._die_ranges: dict[int, list[tuple[int, int]]] = {}
         self._section_bytes: dict[int, bytes] = {}
         self._type_names: dict[str, tuple] | None = None
 
@@ -214,6 +217,12 @@ class DwarfIndex:
         return [(low, high)] if 0 < low < high else []
 
     def _range_list(self, die) -> list[tuple[int, int]]:
+        found = self._die_ranges.get(die.offset)
+        if found is None:
+            found = self._die_ranges[die.offset] = self._decode_range_list(die)
+        return found
+
+    def _decode_range_list(self, die) -> list[tuple[int, int]]:
         cu = die.cu
         attr = die.attributes["DW_AT_ranges"]
         offset = attr.value

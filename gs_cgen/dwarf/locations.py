@@ -31,6 +31,9 @@ class LocationReader:
         self._dwarfinfo = dwarfinfo
         self._lists = dwarfinfo.location_lists()
         self._cu_base = cu_base
+        # Decoded lists by section offset: `info --lines` asks for the same
+        # variables at hundreds of PCs.
+        self._decoded: dict[int, list] = {}
 
     def locate(self, die, pc: int, frame_base: FrameBase, cfa: FrameBase | None = None,
                entry_pc: int | None = None) -> tuple[VariableLocation, LocationOrigin]:
@@ -95,7 +98,10 @@ class LocationReader:
             offset = attr.value
             if attr.form == "DW_FORM_loclistx":
                 offset = self._loclistx_offset(die.cu, attr.value)
-            entries = self._lists.get_location_list_at_offset(offset, die)
+            entries = self._decoded.get(offset)
+            if entries is None:
+                entries = self._decoded[offset] = \
+                    self._lists.get_location_list_at_offset(offset, die)
         except DECODE_ERRORS + (struct.error,) as exc:
             return UnsupportedLocation(f"undecodable location list ({exc})"), True, None
         expr, covering = _select_entry(entries, self._cu_base(die.cu), pc, entry_pc)

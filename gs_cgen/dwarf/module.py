@@ -31,7 +31,8 @@ from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalV
                                  register_name)
 from gs_cgen.dwarf.relocs import copy_slot, dynamic_relocations, dynamic_symbol_names, import_slots
 from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
-from gs_cgen.dwarf.lines import ChosenLine, FileRows, choose_line, file_rows, lowest_per_block
+from gs_cgen.dwarf.lines import (ChosenLine, FileRows, choose_line, file_rows, gdb_visible_rows,
+                                 lowest_per_block)
 from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, gdb_block_at, locate_die, variable_at
 from gs_cgen.dwarf.symvers import parse_spelling
 from gs_cgen.dwarf.tls import tls_expression_bytes
@@ -434,6 +435,20 @@ class ModuleDebugInfo:
         for off, addresses in chosen.addresses.items():
             sites.extend(self._line_sites(off, target, chosen, addresses))
         return sorted(sites, key=lambda s: s.address)
+
+    def function_source_lines(self, address: int) -> tuple[tuple[tuple[int, int], ...],
+                                                          list[tuple[str, int]]]:
+        """The ranges of the out-of-line function covering `address`, and
+        the (file, line) of every statement row gdb keeps in them
+        (dwarf/lines.py), in line order: the lines a `trace FILE:LINE` may
+        probe inside it (for `gs-cgen info --lines`)."""
+        cu, entry = self._function_hit(address)
+        table = self._dwarf.line_table(cu.cu_offset)
+        inside = lambda pc: any(lo <= pc < hi for lo, hi in entry.ranges)   # noqa: E731
+        lines = {(table.files.get(row.file, str(row.file)), row.line)
+                 for row in gdb_visible_rows(table)
+                 if row.is_stmt and row.line and not row.end_sequence and inside(row.address)}
+        return entry.ranges, sorted(lines, key=lambda fl: (fl[1], fl[0]))
 
     def _match_one_file(self, file: str) -> str:
         paths = list(self._dwarf.files_by_path())

@@ -3,12 +3,13 @@ the probe's steps (prints and conditions), the values it captures and the
 render recipe. Knows no C syntax."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType, strip,
                                  type_size)
-from gs_cgen.errors import PlanError, UnsupportedError
+from gs_cgen.errors import GsError, PlanError, UnsupportedError
 from gs_cgen.plan import arith, ir
 from gs_cgen.plan.aggregations import AggregationTable, plan_aggregate
 from gs_cgen.plan.expr import ExprPlanner
@@ -27,6 +28,7 @@ from gs_cgen.plan.model import (BacktraceLine, Capture, CompositeCapture,
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
 from gs_cgen.plan.sites import place_probe, resolve_sites
+from gs_cgen.plan import variables as variable_lists
 from gs_cgen.script import ast
 
 # Each slot: status byte, u32 length at +4, u64 address at +8, then data.
@@ -134,6 +136,7 @@ class _ProbeBuilder:
     slots: list[_SlotSpec] = field(default_factory=list)
     lines: list[RenderLine] = field(default_factory=list)
     aggregations: AggregationTable = field(default_factory=AggregationTable)
+    notes: list[str] = field(default_factory=list)     # said at compile time (stderr)
 
     def __post_init__(self) -> None:
         if self.scope.site_count > 1:
@@ -148,8 +151,9 @@ class _ProbeBuilder:
 
     def build(self) -> ProbePlan:
         steps = self._block(self.block.body)
-        return _layout(self.site, self.slots, self.lines, steps,
-                       event_limit(self.options.transport))
+        probe = _layout(self.site, self.slots, self.lines, steps,
+                        event_limit(self.options.transport))
+        return dataclasses.replace(probe, notes=tuple(self.notes)) if self.notes else probe
 
     # --------------------------------------------------------- statements
     def _block(self, body: tuple[ast.Stmt, ...]) -> tuple[Step, ...]:
@@ -166,6 +170,9 @@ class _ProbeBuilder:
                 # `let s = "abc"; print s;`: nothing to read at run time.
                 line = (f"{text} = ", ScriptString(place.value))
                 return [self._line(lambda bit: FormatLine(line, bit), ())]
+            case ast.PrintExpr(expr=ast.SpecialVar(ident=ident) as special) \
+                    if variable_lists.is_variable_list(ident):
+                return [self._variable_list(special)]
             case ast.PrintExpr(expr=expr, text=text):
                 slot = self._value_slot(expr, text, ast.FormatKind.DEFAULT)
                 return [self._line(lambda bit: ExprLine(text, slot, bit), (slot,))]
@@ -299,9 +306,64 @@ class _ProbeBuilder:
                         "(a register or computed value); '{:x}' prints its value, and "
                         "cast(ADDRESS, \"T *\") names memory to dump", arg.span)
 
+    # ------------------------------------------- $args / $locals (variables.py)
+    def _variable_list(self, special: ast.SpecialVar) -> PrintStep:
+        """`print $args;` / `print $locals;`: one value per variable, on
+        one line; each fails on its own, and together they are bounded to
+        what is left of the event."""
+        listed = variable_lists.listed_variables(self.scope.variables, special.ident)
+        captures = [self._variable_capture(variable, special.span) for variable in listed]
+        sizes, bound = variable_lists.bound_sizes(
+            [size for _, size in captures], [_reducible(c) for c, _ in captures],
+            self._event_room(), SLOT_HEADER_SIZE)
+        if bound.cap is not None:
+            limit = event_limit(self.options.transport)
+            self.notes.append(
+                f"note: 'print ${special.ident};' at {self.site.function or self.site.pattern_text}"
+                f" needs {bound.wanted} bytes per event, more than is left of the "
+                f"{limit.size}-byte limit ({limit.reason}): each value is read up to "
+                f"{bound.cap} bytes, the rest prints as '... <truncated>'")
+        slots = [self._add_slot(_bounded(capture, size), size, variable.name, special.span)
+                 for (capture, _), size, variable in zip(captures, sizes, listed)]
+        pieces = variable_lists.line_pieces(special.ident, [v.name for v in listed],
+                                            [SlotRef(slot, ast.FormatKind.DEFAULT)
+                                             for slot in slots])
+        return self._line(lambda bit: FormatLine(pieces, bit), tuple(slots))
+
+    def _variable_capture(self, variable, span) -> tuple[Capture, int]:
+        """What one listed variable reads, as `print NAME;` would read it;
+        a variable that cannot be planned is its own error value."""
+        expr = ast.Name(variable.name, span)
+        try:
+            place = self.exprs.location_place(variable.location, variable.type)
+            return self._capture(place, ast.FormatKind.DEFAULT, expr)
+        except GsError as exc:
+            return NoCapture(variable.type, exc.message, False), 0
+
+    def _event_room(self) -> int:
+        """Bytes of the event limit not yet taken by the header, the
+        bitmap (with room for 64 more lines) and the slots so far."""
+        used = abi().structs["gs_event_hdr"].size + 8 * ((len(self.lines) + 64) // 64 + 1)
+        used += sum(SLOT_HEADER_SIZE + _align(spec.size, 8) for spec in self.slots)
+        return event_limit(self.options.transport).size - used
+
     def _add_slot(self, capture: Capture, size: int, text: str, span) -> int:
         self.slots.append(_SlotSpec(capture, size, text, span))
         return len(self.slots) - 1
+
+
+def _reducible(capture: Capture) -> bool:
+    """A value that reads fine in fewer bytes (then shows `<truncated>`)."""
+    return isinstance(capture, (MemoryCapture, StringCapture))
+
+
+def _bounded(capture: Capture, size: int) -> Capture:
+    """`capture` reading `size` bytes (bound_sizes chose it)."""
+    if isinstance(capture, MemoryCapture) and size < capture.size:
+        return dataclasses.replace(capture, size=size)
+    if isinstance(capture, StringCapture) and size < capture.cap + 2:
+        return dataclasses.replace(capture, cap=size - 2)    # the probe reads cap + 2
+    return capture
 
 
 def _composite_capture(place: ir.CompositePlace, cap: int) -> tuple[Capture, int]:

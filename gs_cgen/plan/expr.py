@@ -84,6 +84,10 @@ class ExprPlanner:
         if expr.ident in _REGISTER_SPECIALS:
             return ir.ValuePlace(ir.RegisterValue(_REGISTER_SPECIALS[expr.ident]), arith.ULONG)
         field = _HEADER_SPECIALS.get(expr.ident)
+        if field is None and expr.ident in ("args", "locals"):
+            # A list, not a value: `print $args;` only (plan/variables.py).
+            raise PlanError(f"'${expr.ident}' is a list of variables: it can only be printed "
+                            f"on its own", expr.span, hints=(f"print ${expr.ident};",))
         if field is None:
             valid = ", ".join(f"${k}" for k in (*_HEADER_SPECIALS, "input_pid",
                                                   *_REGISTER_SPECIALS))

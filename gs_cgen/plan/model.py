@@ -441,6 +441,9 @@ class ProbePlan:
     # ... and when the values of `$entry(expr)` are read further in (after
     # an -O0 prologue), the probe there that fills them into the record.
     entry_capture: "ProbePlan | None" = None
+    # Said once at compile time, on stderr: e.g. `print $locals;` bounded
+    # to fit the event (plan/variables.py).
+    notes: tuple[str, ...] = ()
 
     def scalar_nodes(self):
         """Every IR node any capture of this probe evaluates."""

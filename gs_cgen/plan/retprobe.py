@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from gs_cgen.abi import abi
 from gs_cgen.errors import DebugInfoError, PlanError
 from gs_cgen.plan import arith, ir
+from gs_cgen.dwarf.model import VariableKind
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.plan.build import SLOT_HEADER_SIZE, PlanOptions, _align, _layout, _ProbeBuilder
 from gs_cgen.plan.expr import ExprPlanner
@@ -248,6 +249,15 @@ class ReturnBuilder(_ProbeBuilder):
                                        old.input_pid, old.compare_cap, old.source_text,
                                        old.probe_address, old.no_variables, old.thread_pointer)
         self.exprs.builder = self
+
+    def _variable_list(self, special: ast.SpecialVar):
+        """`print $args;` would read the parameters at the return."""
+        wanted = VariableKind.PARAMETER if special.ident == "args" else VariableKind.LOCAL
+        names = [v.name for v in self.scope.visible.values() if v.kind is wanted]
+        example = ", ".join(f"$entry({name})" for name in names[:3]) or "$entry(name)"
+        raise PlanError(f"${special.ident} lists variables of '{self.site.function}', which are "
+                        "not readable when it returns", special.span,
+                        hints=(f"print their values at entry: {example}",))
 
     def _value_slot(self, expr: ast.Expr, text: str, kind: ast.FormatKind) -> int:
         if not isinstance(expr, ast.EntryValue):

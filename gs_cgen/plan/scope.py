@@ -26,11 +26,14 @@ class SiteScope:
     `visible`: in scope here, the innermost one of each name.
     `elsewhere`: in scope at another site of the block, but not here (the
     variable of the first such site, for its type).
-    `site_count`: how many sites the block has, for messages."""
+    `site_count`: how many sites the block has, for messages.
+    `variables`: every variable in scope here, innermost block first,
+    shadowed ones too (what `print $args;` / `print $locals;` list)."""
 
     visible: Mapping[str, VisibleVariable]
     elsewhere: Mapping[str, VisibleVariable]
     site_count: int = 1
+    variables: tuple[VisibleVariable, ...] = ()
 
     def names(self) -> list[str]:
         """Every name the block may use here, for "did you mean"."""
@@ -60,8 +63,9 @@ def block_scopes(per_site: Sequence[Sequence[VisibleVariable]]) -> list[SiteScop
     for names in visible:
         for name, variable in names.items():
             union.setdefault(name, variable)
-    return [SiteScope(names, {n: v for n, v in union.items() if n not in names}, len(per_site))
-            for names in visible]
+    return [SiteScope(names, {n: v for n, v in union.items() if n not in names}, len(per_site),
+                      tuple(variables))
+            for names, variables in zip(visible, per_site)]
 
 
 def _innermost(variables: Sequence[VisibleVariable]) -> dict[str, VisibleVariable]:

@@ -50,6 +50,7 @@ def _check_block(body: tuple[ast.Stmt, ...], scope: _Scope) -> None:
 
 
 def _check_statement(statement: ast.Stmt, scope: _Scope) -> None:
+    _check_variable_lists(statement)
     match statement:
         case ast.Let():
             _check_uses(statement.value, scope)
@@ -92,6 +93,46 @@ def _check_uses(expr: ast.Expr, scope: _Scope) -> None:
                 f"Use of variable '{name.ident}' outside of its scope",
                 name.span, hints=("a 'let' inside { ... } is visible only "
                                   "up to that block's closing '}'",))
+
+
+# `$args` / `$locals` expand to a list of values (plan/variables.py).
+_VARIABLE_LISTS = ("args", "locals")
+
+
+def _check_variable_lists(statement: ast.Stmt) -> None:
+    """`$args` and `$locals` stand alone in a `print`: `print $args;`."""
+    match statement:
+        case ast.PrintExpr(expr=ast.SpecialVar()):
+            return
+        case ast.PrintExpr(expr=expr) | ast.Let(value=expr) | ast.If(condition=expr):
+            exprs: tuple = (expr,)
+        case ast.PrintFormat(args=args):
+            exprs = args
+        case _:
+            return
+    for expr in exprs:
+        for special in _specials(expr):
+            if special.ident in _VARIABLE_LISTS:
+                raise ScriptError(f"'${special.ident}' is a list of variables: it can only be "
+                                  f"printed on its own", special.span,
+                                  hints=(f"print ${special.ident};",))
+
+
+def _specials(expr: ast.Expr) -> Iterator[ast.SpecialVar]:
+    match expr:
+        case ast.SpecialVar():
+            yield expr
+        case ast.Member(base=base) | ast.Cast(operand=base) | ast.Unary(operand=base):
+            yield from _specials(base)
+        case ast.Index(base=base, index=index):
+            yield from _specials(base)
+            yield from _specials(index)
+        case ast.Binary(left=left, right=right):
+            yield from _specials(left)
+            yield from _specials(right)
+        case ast.Call(args=args):
+            for arg in args:
+                yield from _specials(arg)
 
 
 def _names(expr: ast.Expr) -> Iterator[ast.Name]:

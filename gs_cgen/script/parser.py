@@ -33,6 +33,8 @@ _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 SPECIAL_VARIABLES = ("pid", "tid", "host_pid", "input_pid", "timestamp", "pc", "sp",
                      "retval", "duration")
+# Lists of variables, in `print` only (plan/variables.py).
+VARIABLE_LIST_SPECIALS = ("args", "locals")
 # `$entry(expr)`: the one special written as a call (return blocks only).
 ENTRY_SPECIAL = "$entry"
 RETURN_SUFFIX = ":return"
@@ -426,12 +428,12 @@ def integer(text: str, span: SourceSpan) -> int:
 def special_variable(text: str, span: SourceSpan) -> ast.SpecialVar:
     """`$pid` etc.; anything else lists the valid names."""
     ident = text[1:]
-    if ident in SPECIAL_VARIABLES:
+    if ident in SPECIAL_VARIABLES or ident in VARIABLE_LIST_SPECIALS:
         return ast.SpecialVar(ident, span)
     if text == ENTRY_SPECIAL:
         raise ScriptError("$entry needs an expression: $entry(expr) is expr's value when "
                           "the call was entered", span)
-    valid = tuple("$" + name for name in SPECIAL_VARIABLES)
+    valid = tuple("$" + name for name in (*SPECIAL_VARIABLES, *VARIABLE_LIST_SPECIALS))
     raise ScriptError(f"unknown special variable '{text}'", span,
                       hints=("special variables are " + ", ".join(valid),),
                       candidates=nearest(text, valid))

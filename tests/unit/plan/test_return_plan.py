@@ -161,3 +161,12 @@ def test_a_string_entry_is_its_characters_in_a_print_and_its_pointer_in_an_expre
     assert [type(c).__name__ for c in captured] == ["MemoryCapture", "MemoryCapture"]
     assert captured[1].size == 8 and len(record) == 5
     assert not any(isinstance(slot.capture, StringCapture) for slot in record)
+
+
+def test_args_and_locals_in_a_return_block_suggest_entry():
+    with pytest.raises(PlanError) as caught:
+        plan("trace handle:return { print $args; }")
+    assert caught.value.message == ("$args lists variables of 'handle', which are not readable "
+                                    "when it returns")
+    assert caught.value.hints == ("print their values at entry: $entry(req), $entry(fd), "
+                                  "$entry(size)",)
