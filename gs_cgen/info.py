@@ -15,7 +15,7 @@ from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope, block_scopes, site_frame
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.errors import GsError
 from gs_cgen.script import ast
-from gs_cgen.script.parser import parse
+from gs_cgen.script.plain_pattern import plain_trace_block
 
 _PATTERNS = {"function": ast.FunctionPattern, "line": ast.LinePattern,
              "address": ast.AddressPattern}
@@ -34,7 +34,7 @@ def describe(modules: ModuleSet, kind: str, what: str) -> str:
 
 
 def _sites(modules: ModuleSet, kind: str, what: str):
-    (block,) = parse(f"trace {what} {{ }}").traces
+    block = plain_trace_block(what) or _parsed_block(what)
     if not isinstance(block.pattern, _PATTERNS[kind]):
         raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
     return resolve_sites(block, modules, first_probe_id=0)
@@ -60,6 +60,12 @@ def describe_lines(modules: ModuleSet, what: str, as_json: bool) -> str | dict:
     if as_json:
         return {"kind": "function", "pattern": what, "maps": [map_json(m) for m in maps]}
     return "\n\n".join(map_text(m) for m in maps)
+
+
+def _parsed_block(what: str):
+    from gs_cgen.script.parser import parse  # noqa: PLC0415 — lark only for the rare spellings
+    (block,) = parse(f"trace {what} {{ }}").traces
+    return block
 
 
 def _describe_site(module, site, by_name: bool, frame: FrameScope, scope: SiteScope) -> str:

@@ -1,9 +1,9 @@
 """On-disk cache of DWARF indexes, keyed by build-id (DESIGN.md "Speed").
 
 A build-id names one linked image, so what we decode from its DWARF (line
-tables, top-level functions, file names, symbol tables, the call sites of
-each callee and the inlined copies of each function looked up so far)
-never changes. Entries live in
+tables, top-level functions, file names, .debug_aranges, symbol tables,
+the call sites of each callee and the inlined copies of each function
+looked up so far) never changes. Entries live in
 `${XDG_CACHE_HOME:-~/.cache}/gs-cgen/<build-id>/v<FORMAT>-<name>.marshal`.
 
 Values are plain tuples, dicts, ints and strings, stored as

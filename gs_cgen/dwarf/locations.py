@@ -12,6 +12,7 @@ from typing import Callable
 
 from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry
 
+from gs_cgen.dwarf.loclists import RawLocationLists
 from gs_cgen.dwarf.expression import (CONSTANT_OPS, DECODE_ERRORS, BaseType, ExpressionContext,
                                       FrameBase, breg_operands, decode_ops, numbered,
                                       register_operand, translate_ops)
@@ -27,9 +28,13 @@ __all__ = ["FrameBase", "LocationReader", "NOT_AT_PC", "frame_base_from_ops", "f
 class LocationReader:
     """Selects location-list entries and parses expressions for one module."""
 
-    def __init__(self, dwarfinfo, cu_base: Callable) -> None:
+    def __init__(self, dwarfinfo, cu_base: Callable, section_bytes: Callable | None = None) -> None:
+        """`section_bytes(section)`: a DWARF section's bytes, for decoding
+        location lists without pyelftools (dwarf/loclists.py)."""
         self._dwarfinfo = dwarfinfo
-        self._lists = dwarfinfo.location_lists()
+        lists = dwarfinfo.location_lists()
+        self._lists = RawLocationLists(dwarfinfo, lists, section_bytes) \
+            if lists is not None and section_bytes is not None else lists
         self._cu_base = cu_base
         # Decoded lists by section offset: `info --lines` asks for the same
         # variables at hundreds of PCs.

@@ -144,7 +144,7 @@ class ModuleDebugInfo:
 
     @functools.cached_property
     def _locations(self) -> LocationReader:
-        return LocationReader(self._dwarf.dwarfinfo, self._dwarf.cu_base)
+        return LocationReader(self._dwarf.dwarfinfo, self._dwarf.cu_base, self._dwarf.section_data)
 
     @functools.cached_property
     def _frames(self) -> CallFrames:
@@ -371,8 +371,8 @@ class ModuleDebugInfo:
     def _symbols_named(self, name: str, kind: SymbolKind):
         # GCC suffixes clones and function-level statics: f.constprop.0, counter.1
         table = self._elf.symbols
-        return [s for s in table.named(name, kind)] + [
-            s for n in table.by_name if n.startswith(name + ".") for s in table.named(n, kind)]
+        return table.named(name, kind) + [
+            s for n in table.suffixed_names(name) for s in table.named(n, kind)]
 
     def _scan_functions(self, name: str):
         # Only without .symtab: walks every CU's top-level DIEs.

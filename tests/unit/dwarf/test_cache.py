@@ -6,6 +6,7 @@ import os
 import subprocess
 
 import pytest
+from elftools.dwarf.dwarfinfo import DWARFInfo
 
 from gs_cgen.dwarf import cache as cache_mod
 from gs_cgen.dwarf.cache import IndexCache, open_index_cache
@@ -36,6 +37,10 @@ def _answers(module: ModuleDebugInfo):
         "sites": sites,
         "line_sites": module.find_lines("dwarf_basic.c", sites[0].decl_line + 2),
         "variables": [(v.name, v.location) for v in module.variables_at(sites[0].probe_address)],
+        "aranges": index.address_ranges(),
+        "cu_for_address": [getattr(index.cu_for_address(a), "cu_offset", None)
+                           for lo, length, _ in index.address_ranges()
+                           for a in (lo - 1, lo, lo + length - 1, lo + length)],
     }
 
 
@@ -56,6 +61,7 @@ def test_cold_warm_and_disabled_agree(binaries, cache_home, monkeypatch, variant
         m.setattr(DwarfIndex, "_decode_lines", no_decoding)
         m.setattr(DwarfIndex, "_read_functions", no_decoding)
         m.setattr(DwarfIndex, "_file_map", no_decoding)
+        m.setattr(DWARFInfo, "get_aranges", no_decoding)
         assert _answers(ModuleDebugInfo(binaries[variant])) == cold
 
     monkeypatch.setenv("GS_CGEN_NO_CACHE", "1")

@@ -1,0 +1,32 @@
+"""The name -> dotted-suffix index of a symbol table (GCC clones and
+function-level statics) answers as a scan of every name would."""
+from __future__ import annotations
+
+import pytest
+
+from gs_cgen.dwarf.elf import ElfImage
+
+from ..conftest import process_libc
+
+
+def _scanned(table, name: str) -> list[str]:
+    return [n for n in table.by_name if n.startswith(name + ".")]
+
+
+@pytest.mark.parametrize("which", ["O2", "libc"])
+def test_suffixed_names_equal_a_scan(binaries, which):
+    table = ElfImage(process_libc() if which == "libc" else binaries[which]).symbols
+    dotted = [n for n in table.by_name if "." in n]
+    assert dotted, "the module has clones or numbered statics to find"
+    stems = {n.partition(".")[0] for n in dotted}
+    # Every stem, names that are themselves dotted, and names with no clone.
+    names = sorted(stems) + dotted[:50] + ["main", "no_such_name", ""]
+    for name in names:
+        assert table.suffixed_names(name) == _scanned(table, name), name
+
+
+def test_clone_is_found_by_its_base_name(binaries):
+    table = ElfImage(binaries["O2"]).symbols
+    assert "scale.constprop.0" in table.suffixed_names("scale")
+    assert table.suffixed_names("scale.constprop") == ["scale.constprop.0"]
+    assert table.suffixed_names("scal") == []
