@@ -146,6 +146,29 @@ struct gs_scratch {
     __u8 bytes[GS_SCRATCH_SIZE];
 };
 
+/* Return probes (FUNC:return, gs_cgen/plan/retprobe.py): the entry probe
+ * stores each call's entry record (shaped like an event: a header whose
+ * timestamp is the entry time, the call's CFA, return address and entry pc,
+ * then the $entry values) under the thread and the call's CFA, which is the
+ * stack pointer the call returns with; the return probe looks it up by
+ * (tid, sp), checks the return address, then deletes it. The records of one
+ * return probe live in an LRU hash of GS_MAX_PENDING_CALLS (fewer, down to
+ * GS_MIN_PENDING_CALLS, so that the preallocated records fit in
+ * GS_PENDING_CALLS_BYTES): calls a longjmp
+ * or a dead thread never returned from are overwritten by the next call in
+ * the same frame or evicted, never paired with another call. */
+enum gs_return_limits {
+    GS_MAX_PENDING_CALLS = 8192,
+    GS_PENDING_CALLS_BYTES = 16777216,  /* fewer calls when records are large */
+    GS_MIN_PENDING_CALLS = 256,
+};
+
+struct gs_return_key {
+    __u32 tid;                /* host thread id */
+    __u32 pad;
+    __u64 cfa;                /* the call's canonical frame address */
+};
+
 /* Aggregations (count/sum/hist): one per-CPU hash map per aggregation
  * (GS_MAP_AGG_PREFIX + its index), at most GS_AGG_MAX_KEYS keys each, as
  * bpftrace's default map size. A key is a gs_agg_key_head, then each `by`

@@ -166,7 +166,26 @@ def _print_sites(compiled: Compiled) -> None:
               f"{handling}] ({_event_text(probe)}) verified")
         if site.placement_note:
             print(f"  placed {site.placement_note}")
+        if probe.entry is not None:
+            _print_entry_site(probe)
     sys.stdout.flush()
+
+
+def _print_entry_site(probe) -> None:
+    """A return probe (a uretprobe) and the entry probe it pairs with."""
+    entry = probe.entry.site
+    print(f"  at return (uretprobe); entry probe {_site_text(entry)} "
+          f"({len(probe.entry.slots) - 3} $entry value(s), {probe.entry.event_size}-byte "
+          "entry record) verified")
+    if probe.entry_capture is not None:
+        print(f"  $entry values read {_site_text(probe.entry_capture.site)} verified")
+
+
+def _site_text(site) -> str:
+    where = f"{site.source_file}:{site.source_line}" if site.source_file else "?"
+    handling = f", {site.handling}" if site.handling else ""
+    return (f"at {where} [{site.module_path} 0x{site.address:x}, "
+            f"file offset 0x{site.file_offset:x}{handling}]")
 
 
 def _event_text(probe) -> str:

@@ -53,6 +53,12 @@ class FakeModule:
     # Machine code at some addresses (placement); elsewhere an instruction
     # the kernel single-steps (mov %rsp,%rbp).
     code: dict[int, bytes] = field(default_factory=dict)
+    # Return probes: DWARF return types by function DIE (frame_die None:
+    # `return_type`), inlined-only DIEs, and the CFA rule at every PC.
+    return_types: dict = field(default_factory=dict)
+    return_type: object = None
+    inlined_dies: set[int] = field(default_factory=set)
+    cfa_rule: tuple[str, int] = ("rbp", 16)
 
     @property
     def open_path(self) -> str:
@@ -64,6 +70,12 @@ class FakeModule:
     def writes_only_stack(self, low: int, high: int) -> bool:
         code = b"".join(self.code.get(a, b"") for a in sorted(self.code) if low <= a < high)
         return bool(code) and writes_only_stack(code, low)
+
+    def function_return(self, frame_die: int | None):
+        return frame_die in self.inlined_dies, self.return_types.get(frame_die, self.return_type)
+
+    def call_frame_rule(self, pc: int):
+        return self.cfa_rule
 
     def require_debug_info(self) -> None:
         if not self.has_debug_info:

@@ -28,7 +28,8 @@ from gs_cgen.dwarf.locations import LocationReader
 from gs_cgen.dwarf.plt import PltStubs, in_plt_section, plt_stubs
 from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable,
                                  IfuncSymbol, LineSite, LoadSegment, OptimizedOut, ThreadLocal,
-                                 TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable)
+                                 TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable,
+                                 register_name)
 from gs_cgen.dwarf.relocs import copy_slot, dynamic_relocations, dynamic_symbol_names, import_slots
 from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
 from gs_cgen.dwarf.lines import (ChosenLine, FileRows, choose_line, file_rows, gdb_visible_rows,
@@ -700,6 +701,22 @@ class ModuleDebugInfo:
         """Cheap pre-check (symbol tables only) before find_functions."""
         return bool(self._symbols_named(name, SymbolKind.FUNC)) or \
             bool(cpp_symbols(self._elf.symbols, name, SymbolKind.FUNC))
+
+    def function_return(self, frame_die: int | None) -> tuple[bool, CType | None]:
+        """For a function copy's DIE (FunctionSite.frame_die): whether it
+        is an inlined copy (it has no return of its own to probe), and its
+        DWARF return type (void when it has none; None: no DWARF)."""
+        if frame_die is None or not self.has_debug_info:
+            return False, None
+        die = self._dwarf.die_at(frame_die)
+        typed = origin_having(die, "DW_AT_type") or die
+        return die.tag == "DW_TAG_inlined_subroutine", self._types.type_of(typed)
+
+    def call_frame_rule(self, pc: int):
+        """CFA at `pc` as (DWARF register name, offset), from the CFI; an
+        UnsupportedLocation with the reason when there is no plain rule."""
+        rule = self._cfa_at(pc)
+        return rule if isinstance(rule, UnsupportedLocation) else (register_name(rule[0]), rule[1])
 
     def uprobe_handling(self, vaddr: int) -> UprobeHandling:
         """Whether a uprobe at instruction `vaddr` is emulated or

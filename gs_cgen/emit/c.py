@@ -32,6 +32,16 @@ def probe_function_name(probe_id: int) -> str:
     return f"gs_probe_{probe_id}"
 
 
+def entry_function_name(probe_id: int) -> str:
+    """A return probe's paired entry probe (emit/retprobe.py)."""
+    return f"gs_probe_{probe_id}_entry"
+
+
+def capture_function_name(probe_id: int) -> str:
+    """A return probe's capture probe, where `$entry` values are read."""
+    return f"gs_probe_{probe_id}_capture"
+
+
 def register_variable(register: str) -> str:
     """The local holding a pt_regs field, read once at probe entry."""
     return f"gs_reg_{register}"

@@ -31,7 +31,7 @@ from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
-                                 CompositeCapture, DumpCapture, IfStep,
+                                 CompositeCapture, DumpCapture, EntryCapture, IfStep,
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
                                 ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot)
 
@@ -45,10 +45,21 @@ class _EventFunctions:
 
 _BUILD_DEFAULT = _EventFunctions("gs_begin_event", "gs_submit", "gs_drop")
 _RING = _EventFunctions("gs_begin_ring_event", "gs_submit_ring", "gs_drop_ring")
+# Status byte, u32 length, u64 address (plan/build.py SLOT_HEADER_SIZE).
+SLOT_HEADER_BYTES = 16
 
 
-def emit_probe(probe: ProbePlan) -> str:
-    """One BPF function for one probe site."""
+def drop_function(probe: ProbePlan) -> str:
+    """What gives back an event this probe started without sending it."""
+    return _event_functions(probe).drop
+
+
+def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = "",
+               finish: tuple[str, ...] = ()) -> str:
+    """One BPF function for one probe site. A return probe's pair
+    (emit/retprobe.py) names its functions, gives the return body the
+    entry record (`parameters`) and ends the entry probe with a store
+    instead of a submit (`finish`)."""
     w = CWriter(own_module=probe.site.module_cookie)
     w.line("__u8 gs_st = 0;")
     w.line("__u64 gs_fa = 0;")
@@ -59,22 +70,26 @@ def emit_probe(probe: ProbePlan) -> str:
     # every register is copied to a local once, straight off ctx.
     for register in _registers(probe):
         w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
-    if not probe.lines:
+    if not probe.lines and not finish:
         # Aggregations only: the map updates are the whole probe, no event.
+        # (A return probe's entry record has no lines, and is built.)
         _decide_only(w, probe)
         w.line("return 0;")
-        return _function(probe, w)
+        return _function(probe, w, function, parameters)
     if _conditions(probe) or aggregate_steps(probe.steps):
         _decide_then_build(w, probe)
     else:
         _build(w, probe, started=False)
         _fill_values(w, probe, probe.steps, guarded=False)
-    w.line(f"return {_event_functions(probe).submit}(ctx, ev, {probe.event_size});")
-    return _function(probe, w)
+    for line in finish or (f"return {_event_functions(probe).submit}(ctx, ev, {probe.event_size});",):
+        w.line(line)
+    return _function(probe, w, function, parameters)
 
 
-def _function(probe: ProbePlan, w: CWriter) -> str:
-    header = f"int {c.probe_function_name(probe.site.probe_id)}(struct pt_regs *ctx)\n{{"
+def _function(probe: ProbePlan, w: CWriter, function: str | None = None,
+              parameters: str = "") -> str:
+    name = function or f"int {c.probe_function_name(probe.site.probe_id)}"
+    header = f"{name}(struct pt_regs *ctx{parameters})\n{{"
     return "\n".join([header, w.text(), "}", ""])
 
 
@@ -90,6 +105,31 @@ def _decide_only(w: CWriter, probe: ProbePlan) -> None:
     _lookups(w, probe, nodes, set())
     for step in probe.steps:
         _decide_step(w, probe, step)
+
+
+def emit_record_fill(probe: ProbePlan, function: str, records: str) -> str:
+    """A return probe's capture probe (emit/retprobe.py): the record its
+    entry probe stored in map `records`, found by (tid, the CFA slot 0
+    computes), gets the value slots of `probe.steps` filled in place."""
+    w = CWriter(own_module=probe.site.module_cookie)
+    w.line("__u8 gs_st = 0;")
+    w.line("__u64 gs_fa = 0;")
+    w.line("__u64 gs_ld = 0;")
+    for register in _registers(probe):
+        w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
+    w.line("struct gs_return_key gs_key = {};")
+    w.line("gs_key.tid = (__u32)bpf_get_current_pid_tgid();")
+    w.line(f"gs_key.cfa = {emit_scalar(w, probe.slots[0].capture.value, 'gs_no_record')};")
+    w.line(f"__u8 *ev = (__u8 *){records}.lookup(&gs_key);")
+    w.line("if (!ev)")
+    w.line("    return 0;")
+    w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
+    _lookups(w, probe, list(probe.scalar_nodes()), set())
+    _fill_values(w, probe, probe.steps, guarded=False)
+    w.line("return 0;")
+    w.label("gs_no_record")
+    w.line("return 0;")
+    return "\n".join([f"{function}(struct pt_regs *ctx)\n{{", w.text(), "}", ""])
 
 
 def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
@@ -193,6 +233,11 @@ def _own_module_offsets(w: CWriter, probe: ProbePlan, cookie: int) -> None:
     clang folds it into every address and the verifier's state count
     explodes (the 150-print arith differential probe failed with E2BIG;
     reloaded from the stack, as the map value was, it loads)."""
+    if probe.site.at_return:
+        # At a return, ip is the caller's: the entry probe recorded its own.
+        from gs_cgen.emit.retprobe import entry_bias  # noqa: PLC0415
+        w.line(f"volatile __u64 gs_bias = {entry_bias(probe)};")
+        return
     w.line(f"volatile __u64 gs_bias = {c.register_variable('ip')} - "
            f"{c.u64_literal(probe.site.address)};")
 
@@ -299,6 +344,11 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
                 w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
             case BacktraceCapture(stack_bytes=window):
                 w.line(f"gs_copy_stack(ctx, {where}, {window});")
+            case EntryCapture(record_offset=source):
+                w.line(c.comment("as the entry probe filled it, from the call's entry record"))
+                w.line(f"if (bpf_probe_read_kernel(ev + {slot.offset}, "
+                       f"{SLOT_HEADER_BYTES + slot.size}, gs_rec + {source}))")
+                w.line(f"    {{ gs_st = GS_STATUS_READ_ERROR; goto {fail}; }}")
             case DumpCapture(address=a, length=n, cap=cap):
                 length = emit_scalar(w, n, fail)
                 w.line(f"gs_read_dump({where}, {cap}, {emit_scalar(w, a, fail)}, "

@@ -77,8 +77,15 @@ def emit_program(plan: Plan) -> str:
              _runtime_section(plan)]
     if plan.aggregations:
         parts.append(emit_aggregation_maps(plan))
-    parts.extend(emit_probe(probe) for probe in plan.probes)
+    parts.extend(_emit_probe_functions(probe) for probe in plan.probes)
     return "\n".join(parts)
+
+
+def _emit_probe_functions(probe) -> str:
+    if probe.entry is not None:          # FUNC:return: the uretprobe and its entry probe
+        from gs_cgen.emit.retprobe import emit_return_probe  # noqa: PLC0415
+        return emit_return_probe(probe)
+    return emit_probe(probe)
 
 
 def _banner(plan: Plan) -> str:
@@ -86,8 +93,17 @@ def _banner(plan: Plan) -> str:
     for probe in plan.probes:
         site = probe.site
         lines.append(f"probe {site.probe_id}: {site.pattern_text} at {site.module_path} "
-                     f"0x{site.address:x} (file offset 0x{site.file_offset:x})")
+                     f"0x{site.address:x} (file offset 0x{site.file_offset:x})"
+                     f"{_return_note(probe)}")
     return "\n".join(c.comment(line) for line in lines) + "\n"
+
+
+def _return_note(probe) -> str:
+    if probe.entry is None:
+        return ""
+    entry = probe.entry.site
+    return (f", a uretprobe; its entry probe at 0x{entry.address:x} "
+            f"(file offset 0x{entry.file_offset:x})")
 
 
 def _includes(plan: Plan) -> str:

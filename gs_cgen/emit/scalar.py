@@ -48,6 +48,8 @@ def emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
             return _memory_equal(w, node, fail)
         case ir.CallSiteSelect():
             return _call_site_select(w, node, fail)
+        case ir.EntryRecordValue():
+            return _entry_record_value(w, node, fail)
         case ir.Fail(status, reason):
             w.line(c.comment(reason))
             _jump(w, status, "0", fail)
@@ -72,6 +74,16 @@ def _call_site_select(w: CWriter, node: ir.CallSiteSelect, fail: str) -> str:
     with w.block("else"):
         _jump(w, "GS_STATUS_OPTIMIZED_OUT", "0", fail)
     return result
+
+
+def _entry_record_value(w: CWriter, node: ir.EntryRecordValue, fail: str) -> str:
+    """A value the call's entry record holds (gs_rec, emit/retprobe.py);
+    a slot the entry probe could not fill fails as it failed there."""
+    if node.status_offset is not None:
+        w.line(f"if (GS_STATUS(gs_rec, {node.status_offset}) != GS_STATUS_OK) {{ "
+               f"gs_st = GS_STATUS(gs_rec, {node.status_offset}); "
+               f"gs_fa = GS_ADDRESS(gs_rec, {node.status_offset}); goto {fail}; }}")
+    return f"(*(const __u64 *)(gs_rec + {node.data_offset}))"
 
 
 def _jump(w: CWriter, status: str, address: str, fail: str) -> None:

@@ -55,6 +55,12 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
     probes: list[ProbePlan] = []
     aggregations = AggregationTable()
     for block in script.traces:
+        if isinstance(block.pattern, ast.ReturnPattern):
+            from gs_cgen.plan.retprobe import plan_return_block  # noqa: PLC0415 — it builds on this module
+            probes.extend(plan_return_block(block, modules, script.text, options, len(probes),
+                                            aggregations))
+            continue
+        _refuse_return_specials(block)
         sites = resolve_sites(block, modules, first_probe_id=len(probes))
         scopes = block_scopes([site_variables(module, site) for module, site in sites])
         for (module, site), scope in zip(sites, scopes):
@@ -69,8 +75,15 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
                 aggregations.all())
 
 
+def _refuse_return_specials(block: ast.TraceBlock) -> None:
+    from gs_cgen.plan.retprobe import refuse_return_specials  # noqa: PLC0415
+    refuse_return_specials(block)
+
+
 def _cookies(probes: list[ProbePlan], kind: type) -> set[int]:
-    return {node.cookie for probe in probes for node in probe.scalar_nodes()
+    plans = [plan for probe in probes for plan in (probe, probe.entry, probe.entry_capture)
+             if plan is not None]
+    return {node.cookie for plan in plans for node in plan.scalar_nodes()
             if isinstance(node, kind)}
 
 

@@ -260,7 +260,7 @@ def ir_register_ip() -> RegisterValue:
 def can_fail(node: Scalar) -> bool:
     """Whether evaluating `node` may read memory or miss module offsets."""
     if isinstance(node, (Load, ModuleAddress, ThreadLocalBase, BytesEqual, MemoryEqual, NonNull,
-                         Below, Fail, CallSiteSelect)):
+                         Below, Fail, CallSiteSelect, EntryRecordValue)):
         return True
     if isinstance(node, BinaryOp) and node.op in ("/", "%"):
         return True
@@ -305,4 +305,14 @@ class CallSiteSelect:
     cases: tuple[tuple[int, "Scalar"], ...]
 
 
-Scalar = Scalar | NonNull | Below | Fail | CallSiteSelect
+@dataclass(frozen=True)
+class EntryRecordValue:
+    """In a return probe: 8 bytes at `data_offset` of the call's entry
+    record (plan/retprobe.py); with `status_offset`, a value slot that
+    fails with the status and address the entry probe recorded there."""
+
+    data_offset: int
+    status_offset: int | None = None
+
+
+Scalar = Scalar | NonNull | Below | Fail | CallSiteSelect | EntryRecordValue

@@ -56,6 +56,10 @@ class ProbeSite:
     function_entry: int | None = None
     # Why the probe is not where gdb's `break` would stop, if it is not.
     placement_note: str | None = None
+    # A return probe (`FUNC:return`): a uretprobe at the function's entry
+    # `address`, run when the call returns; its paired entry probe is
+    # ProbePlan.entry.
+    at_return: bool = False
 
     @property
     def attach_path(self) -> str:
@@ -217,8 +221,24 @@ class BacktraceCapture:
     frame_die: int | None = None
 
 
+@dataclass(frozen=True)
+class EntryCapture:
+    """`$entry(expr)` printed whole in a return block: the value slot the
+    paired entry probe filled (`original` says how, for decoding) is
+    copied, header and data, from the call's entry record at
+    `record_offset` (plan/retprobe.py)."""
+
+    original: "Capture"
+    record_offset: int
+
+    @property
+    def ctype(self) -> CType | None:
+        return getattr(self.original, "ctype", None)
+
+
 Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture
-           | CompositeCapture | KnownBytesCapture | ConditionCapture | BacktraceCapture)
+           | CompositeCapture | KnownBytesCapture | ConditionCapture | BacktraceCapture
+           | EntryCapture)
 
 
 def capture_scalars(capture: Capture) -> tuple[Scalar, ...]:
@@ -413,6 +433,14 @@ class ProbePlan:
     bitmap_offset: int
     bitmap_words: int
     event_size: int
+    # A return probe's paired entry probe: at the function's first
+    # instruction, it fills an event-shaped entry record (timestamp, key,
+    # $entry values) that the return probe finds by thread and frame
+    # (plan/retprobe.py)...
+    entry: "ProbePlan | None" = None
+    # ... and when the values of `$entry(expr)` are read further in (after
+    # an -O0 prologue), the probe there that fills them into the record.
+    entry_capture: "ProbePlan | None" = None
     # Said once at compile time, on stderr: e.g. `print $locals;` bounded
     # to fit the event (plan/variables.py).
     notes: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.plan import arith
 from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DumpCapture,
-                                KnownBytesCapture, MemoryCapture, NoCapture,
+                                EntryCapture, KnownBytesCapture, MemoryCapture, NoCapture,
                                 ProbePlan, ScalarCapture, StringCapture, ValueSlot)
 
 
@@ -119,6 +119,8 @@ def status_of(code: int) -> ValueStatus:
 def decode_slot(raw: bytes, slot: ValueSlot):
     from gs_cgen.render import values  # noqa: PLC0415 — values imports ValueStatus from here
     capture = slot.capture
+    if isinstance(capture, EntryCapture):      # copied from the entry probe's own slot
+        capture = capture.original
     status = status_of(raw[slot.offset])
     length = struct.unpack_from("<I", raw, slot.offset + 4)[0]
     address = struct.unpack_from("<Q", raw, slot.offset + 8)[0]

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gs_cgen.abi import HEADER_PATH, abi
-from gs_cgen.emit.c import SLEEPABLE_MACRO, probe_function_name
+from gs_cgen.emit.c import (SLEEPABLE_MACRO, capture_function_name, entry_function_name,
+                            probe_function_name)
 from gs_cgen.errors import PrivilegeError, RuntimeTraceError
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
 from gs_cgen.runtime import progcache
@@ -99,6 +100,8 @@ class TraceSession:
         self.loaded_from = ""               # "cache" or "compiler", once loaded
         self.stored = False                 # the compiled program went into the cache
         self._loaded_as: dict[str, progcache.LoadedAs] = {}   # compile path, for the cache
+        self.entry_functions = {}     # a return probe's entry probe, by probe id
+        self.capture_functions = {}   # ... and its capture probe, if any
         self.attached: list[AttachedProbe] = []
         self.ring: RingBufferReader | None = None
         self.pending: list[bytes] = []      # perf events copied out, not yet handled
@@ -152,6 +155,12 @@ class TraceSession:
                                     hints=(captured.getvalue().strip()[-2000:],)) from None
         for probe in self.plan.probes:
             self.functions[probe.site.probe_id] = self._load_function(bcc, probe.site, sleepable)
+            if probe.entry is not None:        # FUNC:return: its paired entry probe
+                self.entry_functions[probe.site.probe_id] = self._load_function(
+                    bcc, probe.site, sleepable, entry_function_name(probe.site.probe_id))
+            if probe.entry_capture is not None:
+                self.capture_functions[probe.site.probe_id] = self._load_function(
+                    bcc, probe.site, sleepable, capture_function_name(probe.site.probe_id))
         self.maps = {name: BpfMap.from_fd(fd, name)
                      for name, fd in progcache.bcc_tables(bcc.libbcc.lib,
                                                           self.bpf.module).items()}
@@ -194,8 +203,14 @@ class TraceSession:
     def _use_cached(self, loaded, read_mode: ReadMode) -> None:
         self.cached, self.maps, self.read_mode = loaded, loaded.maps, read_mode
         for probe in self.plan.probes:
-            name = probe_function_name(probe.site.probe_id)
-            self.functions[probe.site.probe_id] = LoadedFunction(loaded.programs[name])
+            probe_id = probe.site.probe_id
+            self.functions[probe_id] = LoadedFunction(loaded.programs[probe_function_name(probe_id)])
+            if probe.entry is not None:
+                self.entry_functions[probe_id] = LoadedFunction(
+                    loaded.programs[entry_function_name(probe_id)])
+            if probe.entry_capture is not None:
+                self.capture_functions[probe_id] = LoadedFunction(
+                    loaded.programs[capture_function_name(probe_id)])
 
     def _remember(self, bcc, sleepable: bool) -> None:
         """Store what was just compiled and verified, for the next run."""
@@ -229,8 +244,8 @@ class TraceSession:
         stored = ", stored in the compiled-program cache" if self.stored else ""
         return f"BPF program compiled by BCC{stored}"
 
-    def _load_function(self, bcc, site: ProbeSite, sleepable: bool):
-        name = probe_function_name(site.probe_id).encode()
+    def _load_function(self, bcc, site: ProbeSite, sleepable: bool, function: str = ""):
+        name = (function or probe_function_name(site.probe_id)).encode()
         attach_type = -1 if self.links_refusal else BPF_TRACE_UPROBE_MULTI
         self._loaded_as[name.decode()] = progcache.LoadedAs(
             BPF_PROG_TYPE_KPROBE, BPF_F_SLEEPABLE if sleepable else 0, attach_type)
@@ -255,27 +270,37 @@ class TraceSession:
 
     # ------------------------------------------------------------ attach
     def attach(self, pid: int | None) -> None:
-        """Attach every probe; on any failure detach what was attached."""
+        """Attach every probe; on any failure detach what was attached. A
+        return probe's entry probe goes first: a call that passes the
+        uretprobe then always has its entry recorded too."""
         for probe in self.plan.probes:
-            site = probe.site
-            fn = self.functions[site.probe_id]
-            # The kernel resolves the path to an inode; a /proc/PID/root or
-            # map_files path reaches a container's file from here.
-            if self.links_refusal:
-                event_name = f"gs_{os.getpid()}_{site.probe_id}".encode()
-                fd, err = _attach_perf_uprobe(fn.fd, event_name, site, pid)
-            else:
-                event_name = None
-                fd, err = attach_link(fn.fd, site.attach_path.encode(), site.file_offset, pid)
-            if fd < 0:
-                self.detach()
-                opened = "" if site.attach_path == site.module_path else \
-                    f" (opened as {site.attach_path})"
-                raise RuntimeTraceError(
-                    f"cannot attach uprobe for '{site.pattern_text}' at "
-                    f"{site.module_path}+0x{site.file_offset:x}{opened}: "
-                    f"{os.strerror(err) if err else 'failed'}")
-            self.attached.append(AttachedProbe(site, event_name, fd))
+            if probe.entry is not None:
+                self._attach_one(probe.entry.site, self.entry_functions[probe.site.probe_id],
+                                 pid, "e")
+            if probe.entry_capture is not None:
+                self._attach_one(probe.entry_capture.site,
+                                 self.capture_functions[probe.site.probe_id], pid, "c")
+            self._attach_one(probe.site, self.functions[probe.site.probe_id], pid)
+
+    def _attach_one(self, site: ProbeSite, fn, pid: int | None, suffix: str = "") -> None:
+        # The kernel resolves the path to an inode; a /proc/PID/root or
+        # map_files path reaches a container's file from here.
+        if self.links_refusal:
+            event_name = f"gs_{os.getpid()}_{site.probe_id}{suffix}".encode()
+            fd, err = _attach_perf_uprobe(fn.fd, event_name, site, pid)
+        else:
+            event_name = None
+            fd, err = attach_link(fn.fd, site.attach_path.encode(), site.file_offset, pid,
+                                  site.at_return)
+        if fd < 0:
+            self.detach()
+            opened = "" if site.attach_path == site.module_path else \
+                f" (opened as {site.attach_path})"
+            raise RuntimeTraceError(
+                f"cannot attach uprobe for '{site.pattern_text}' at "
+                f"{site.module_path}+0x{site.file_offset:x}{opened}: "
+                f"{os.strerror(err) if err else 'failed'}")
+        self.attached.append(AttachedProbe(site, event_name, fd))
 
     def detach(self) -> None:
         """Close every probe fd: the kernel drops the uprobes with them.
@@ -312,6 +337,8 @@ class TraceSession:
         self.events_open = False
         self.maps = {}
         self._loaded_as.clear()
+        self.entry_functions.clear()
+        self.capture_functions.clear()
 
     # -------------------------------------------------------------- maps
     def map(self, name: str) -> BpfMap:
@@ -443,7 +470,9 @@ def _attach_perf_uprobe(prog_fd: int, event_name: bytes, site: ProbeSite,
     """libbcc's uprobe (a uprobe PMU perf event, else a tracefs event):
     (fd, 0) or (-1, errno)."""
     from bcc.libbcc import lib  # noqa: PLC0415
-    fd = lib.bpf_attach_uprobe(prog_fd, 0, event_name, site.attach_path.encode(),
+    # attach_type 1: BPF_PROBE_RETURN, a uretprobe (libbcc's enum bpf_probe_attach_type).
+    fd = lib.bpf_attach_uprobe(prog_fd, 1 if site.at_return else 0, event_name,
+                               site.attach_path.encode(),
                                site.file_offset, -1 if pid is None else pid)
     return (fd, 0) if fd >= 0 else (fd, ctypes.get_errno())
 

@@ -33,6 +33,7 @@ BPF_PROG_LOAD = 5
 BPF_LINK_CREATE = 28
 BPF_PROG_TYPE_KPROBE = 2
 BPF_TRACE_UPROBE_MULTI = 48
+BPF_F_UPROBE_MULTI_RETURN = 1       # uprobe_multi.flags: a uretprobe
 _SYS_BPF = 321                      # x86_64
 SWITCH_VARIABLE = "GS_CGEN_UPROBE_MULTI"
 _OFF = ("0", "off", "no", "false")
@@ -104,14 +105,18 @@ def kernel_refusal() -> str:
     return f"the kernel has no uprobe_multi links ({os.strerror(err)})"
 
 
-def attach_link(prog_fd: int, path: bytes, file_offset: int, pid: int | None) -> tuple[int, int]:
+def attach_link(prog_fd: int, path: bytes, file_offset: int, pid: int | None,
+                at_return: bool = False) -> tuple[int, int]:
     """A uprobe at `file_offset` of `path` running program `prog_fd`, for
-    process `pid` only (None: every process): (link fd, 0) or (-1, errno)."""
+    process `pid` only (None: every process): (link fd, 0) or (-1, errno).
+    `at_return`: a uretprobe (the function's first instruction; the
+    program runs when the call returns)."""
     path_buffer = ctypes.create_string_buffer(path)
     offsets = (ctypes.c_uint64 * 1)(file_offset)
     attr = LinkCreateAttr(prog_fd=prog_fd, attach_type=BPF_TRACE_UPROBE_MULTI,
                           path=ctypes.addressof(path_buffer), offsets=ctypes.addressof(offsets),
-                          cnt=1, pid=0 if pid is None else pid)
+                          cnt=1, pid=0 if pid is None else pid,
+                          multi_flags=BPF_F_UPROBE_MULTI_RETURN if at_return else 0)
     return _bpf(BPF_LINK_CREATE, attr)
 
 

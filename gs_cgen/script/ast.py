@@ -159,8 +159,19 @@ class Call:
     span: SourceSpan
 
 
+@dataclass(frozen=True)
+class EntryValue:
+    """`$entry(expr)` in a return block: `expr` evaluated when the call was
+    entered, carried to the return (CONTRACT.md "Return probes"); `text`
+    is `expr` as written."""
+
+    expr: "Expr"
+    text: str
+    span: SourceSpan
+
+
 Expr = (IntLiteral | BoolLiteral | StringLiteral | Name | SpecialVar | Member
-        | Index | Unary | Binary | Cast | Call)
+        | Index | Unary | Binary | Cast | Call | EntryValue)
 
 
 # ------------------------------------------------------------ format strings
@@ -306,7 +317,14 @@ class AddressPattern:
     module: str | None = None
 
 
-TracePattern = FunctionPattern | LinePattern | AddressPattern
+@dataclass(frozen=True)
+class ReturnPattern:
+    """`FUNC:return`: the block runs when FUNC returns to its caller."""
+
+    function: str
+
+
+TracePattern = FunctionPattern | LinePattern | AddressPattern | ReturnPattern
 
 
 @dataclass(frozen=True)

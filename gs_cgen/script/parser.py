@@ -31,9 +31,13 @@ from gs_cgen.source import SourceSpan
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
-SPECIAL_VARIABLES = ("pid", "tid", "host_pid", "input_pid", "timestamp", "pc", "sp")
+SPECIAL_VARIABLES = ("pid", "tid", "host_pid", "input_pid", "timestamp", "pc", "sp",
+                     "retval", "duration")
 # Lists of variables, in `print` only (plan/variables.py).
 VARIABLE_LIST_SPECIALS = ("args", "locals")
+# `$entry(expr)`: the one special written as a call (return blocks only).
+ENTRY_SPECIAL = "$entry"
+RETURN_SUFFIX = ":return"
 
 # name -> (fewest, most) arguments, and how the usage reads in errors.
 BUILTINS = {
@@ -322,6 +326,13 @@ class _ToAst(Transformer):
     def special(self, meta, children):
         return special_variable(str(children[0]), _meta_span(meta))
 
+    def special_call(self, meta, children):
+        token, expr = children
+        if str(token) != ENTRY_SPECIAL:
+            raise ScriptError(f"'{token}' is not a function; only $entry takes an "
+                              "expression: $entry(expr)", _token_span(token))
+        return ast.EntryValue(expr, self._source(expr.span), _meta_span(meta))
+
     def true_lit(self, meta, children):
         return ast.BoolLiteral(True, _meta_span(meta))
 
@@ -350,8 +361,13 @@ class _ToAst(Transformer):
 def trace_pattern(text: str, span: SourceSpan) -> ast.TracePattern:
     """Classify the text after `trace`: function, FILE:LINE, 0xADDR or
     MODULE:0xADDR."""
+    if text.startswith("'") and text.endswith("'" + RETURN_SUFFIX):
+        quoted = text[1:-len(RETURN_SUFFIX) - 1].strip()
+        return ast.ReturnPattern(_cpp_function_pattern(quoted, span).name)
     if text.startswith("'"):
         return _cpp_function_pattern(text[1:-1].strip(), span)
+    if text.endswith(RETURN_SUFFIX) and len(text) > len(RETURN_SUFFIX):
+        return _return_pattern(text[:-len(RETURN_SUFFIX)], span)
     if _FUNCTION.fullmatch(text):
         return ast.FunctionPattern(text)
     if looks_like_cpp(text):
@@ -375,6 +391,17 @@ def trace_pattern(text: str, span: SourceSpan) -> ast.TracePattern:
         f"invalid trace pattern '{text}': expected a line number or 0xADDR "
         "after ':'", span,
         hints=("patterns are FUNCTION, FILE:LINE, 0xADDR or MODULE:0xADDR",))
+
+
+def _return_pattern(function: str, span: SourceSpan) -> ast.ReturnPattern:
+    """`FUNC:return` (CONTRACT.md "Return probes"): FUNC as a function
+    pattern names it."""
+    if _FUNCTION.fullmatch(function) or looks_like_cpp(function):
+        return ast.ReturnPattern(_cpp_function_pattern(function, span).name
+                                 if looks_like_cpp(function) else function)
+    raise ScriptError(f"invalid trace pattern '{function}{RETURN_SUFFIX}': ':return' "
+                      "follows a function name", span,
+                      hints=("write FUNCTION:return, e.g. trace parse:return { print $retval; }",))
 
 
 def _cpp_function_pattern(text: str, span: SourceSpan) -> ast.FunctionPattern:
@@ -403,6 +430,9 @@ def special_variable(text: str, span: SourceSpan) -> ast.SpecialVar:
     ident = text[1:]
     if ident in SPECIAL_VARIABLES or ident in VARIABLE_LIST_SPECIALS:
         return ast.SpecialVar(ident, span)
+    if text == ENTRY_SPECIAL:
+        raise ScriptError("$entry needs an expression: $entry(expr) is expr's value when "
+                          "the call was entered", span)
     valid = tuple("$" + name for name in (*SPECIAL_VARIABLES, *VARIABLE_LIST_SPECIALS))
     raise ScriptError(f"unknown special variable '{text}'", span,
                       hints=("special variables are " + ", ".join(valid),),

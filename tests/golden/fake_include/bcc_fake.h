@@ -31,6 +31,8 @@ void *__builtin_memset(void *dst, int c, unsigned long n);
     void *(*ringbuf_reserve)(__u64); void (*ringbuf_submit)(void *, __u64); } name
 #define BPF_PERF_OUTPUT(name) struct { long (*perf_submit)(void *, void *, __u64); } name
 #define BPF_PERCPU_ARRAY(name, leaf, n) struct { leaf *(*lookup)(void *); } name
+#define BPF_TABLE(kind, key, leaf, name, n) struct { leaf *(*lookup)(void *); \
+    long (*update)(void *, void *); long (*delete)(void *); } name
 #define BPF_HASH(name, key, leaf, n) struct { leaf *(*lookup)(void *); long (*insert)(void *, void *); } name
 #define BPF_ARRAY(name, leaf, n) struct { leaf *(*lookup)(void *); } name
 #define BPF_PERCPU_HASH(name, key, leaf, n) struct { leaf *(*lookup)(void *); \

@@ -36,6 +36,7 @@ def server_module() -> FakeModule:
         VisibleVariable("size", LONG, InRegister(4), VariableKind.PARAMETER),
         VisibleVariable("ok", BOOL, OptimizedOut("not available at this PC"), VariableKind.LOCAL),
     ]
+    module.return_type = INT              # handle's, for `handle:return` (returns.gs)
     module.variables[0x1145] = handle_vars
     module.variables[0x1150] = handle_vars
     module.globals["g_count"] = GlobalVariable("g_count", INT, 0x4010, "data")

@@ -120,7 +120,7 @@ def test_unknown_special_variable_lists_valid_ones():
         "                  ^^^^\n"
         "did you mean: $tid?\n"
         "hint: special variables are $pid, $tid, $host_pid, $input_pid, "
-        "$timestamp, $pc, $sp, $args, $locals")
+        "$timestamp, $pc, $sp, $retval, $duration, $args, $locals")
 
 
 @pytest.mark.parametrize("source, message", [
