@@ -50,8 +50,12 @@ def read_probe_stats(session) -> list[ProbeStats]:
     for probe in session.plan.probes:
         site = probe.site
         run = program_run_time(session.program_fd(site.probe_id))
+        # A return probe's hits are its returns; its cost per hit includes
+        # the entry probes that timed and recorded the call.
+        helpers_ns = sum(program_run_time(fd).run_time_ns
+                         for fd in session.helper_program_fds(site.probe_id))
         sent, failed = counts.get(site.probe_id, (0, 0))
         where = f"{os.path.basename(site.module_path)}+0x{site.address:x}"
-        rows.append(ProbeStats(site.pattern_text, where, run.run_count, run.run_time_ns,
-                               sent, failed))
+        rows.append(ProbeStats(site.pattern_text, where, run.run_count,
+                               run.run_time_ns + helpers_ns, sent, failed))
     return rows

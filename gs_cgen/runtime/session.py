@@ -389,6 +389,13 @@ class TraceSession:
         """The loaded BPF program of one probe (--stats reads its run time)."""
         return self.functions[probe_id].fd
 
+    def helper_program_fds(self, probe_id: int) -> list[int]:
+        """A return probe's entry (and capture) programs: they run for
+        every call, so --stats counts their time as the probe's."""
+        return [functions[probe_id].fd for functions in (self.entry_functions,
+                                                         self.capture_functions)
+                if probe_id in functions]
+
     def rearm_offsets_notice(self, pid: int) -> None:
         """Let the probes report `pid`'s next offsets miss: they report a
         process once, until its entry here is deleted."""

@@ -155,6 +155,15 @@ def test_stats_hits_equal_calls_and_events_add_up(binary, gdb_calls):
     assert int(rows["spread"][2]) == 25 and rows["spread"][4:] == ["0", "0"]
 
 
+def test_stats_of_a_return_probe_count_its_returns(binary):
+    """A return probe's hits are the calls that returned; its time includes
+    the entry probe that timed the call (two programs, one row)."""
+    result = trace(binary, "trace spread:return { count returns; }", "--stats", args=("25",))
+    (row,) = [line.split() for line in result.stderr.splitlines()
+              if line.split()[:1] == ["spread:return"]]
+    assert int(row[2]) == 25 and int(row[3]) > 0 and row[4:] == ["0", "0"]
+
+
 def test_aggregations_only_trace_runs_until_sigint_then_prints(binary, gdb_calls):
     """-t: no process to end with, no event to count: it runs until
     stopped, and SIGINT prints the maps of every run of the program."""
