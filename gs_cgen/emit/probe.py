@@ -60,16 +60,7 @@ def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = 
     (emit/retprobe.py) names its functions, gives the return body the
     entry record (`parameters`) and ends the entry probe with a store
     instead of a submit (`finish`)."""
-    w = CWriter(own_module=probe.site.module_cookie)
-    w.line("__u8 gs_st = 0;")
-    w.line("__u64 gs_fa = 0;")
-    # Every load goes through this one stack slot (scalar.py _load), so the
-    # number of loads a probe makes does not grow its 512-byte stack.
-    w.line("__u64 gs_ld = 0;")
-    # The verifier rejects ctx loads through a pointer clang has offset, so
-    # every register is copied to a local once, straight off ctx.
-    for register in _registers(probe):
-        w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
+    w = _prologue(probe)
     if not probe.lines and not finish:
         # Aggregations only: the map updates are the whole probe, no event.
         # (A return probe's entry record has no lines, and is built.)
@@ -84,6 +75,22 @@ def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = 
     for line in finish or (f"return {_event_functions(probe).submit}(ctx, ev, {probe.event_size});",):
         w.line(line)
     return _function(probe, w, function, parameters)
+
+
+def _prologue(probe: ProbePlan) -> CWriter:
+    """A probe function's first lines: status, fault address, load slot,
+    registers."""
+    w = CWriter(own_module=probe.site.module_cookie)
+    w.line("__u8 gs_st = 0;")
+    w.line("__u64 gs_fa = 0;")
+    # Every load goes through this one stack slot (scalar.py _load), so the
+    # number of loads a probe makes does not grow its 512-byte stack.
+    w.line("__u64 gs_ld = 0;")
+    # The verifier rejects ctx loads through a pointer clang has offset, so
+    # every register is copied to a local once, straight off ctx.
+    for register in _registers(probe):
+        w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
+    return w
 
 
 def _function(probe: ProbePlan, w: CWriter, function: str | None = None,
@@ -111,12 +118,7 @@ def emit_record_fill(probe: ProbePlan, function: str, records: str) -> str:
     """A return probe's capture probe (emit/retprobe.py): the record its
     entry probe stored in map `records`, found by (tid, the CFA slot 0
     computes), gets the value slots of `probe.steps` filled in place."""
-    w = CWriter(own_module=probe.site.module_cookie)
-    w.line("__u8 gs_st = 0;")
-    w.line("__u64 gs_fa = 0;")
-    w.line("__u64 gs_ld = 0;")
-    for register in _registers(probe):
-        w.line(f"__u64 {c.register_variable(register)} = ctx->{register};")
+    w = _prologue(probe)
     w.line("struct gs_return_key gs_key = {};")
     w.line("gs_key.tid = (__u32)bpf_get_current_pid_tgid();")
     w.line(f"gs_key.cfa = {emit_scalar(w, probe.slots[0].capture.value, 'gs_no_record')};")

@@ -119,39 +119,29 @@ def _check_variable_lists(statement: ast.Stmt) -> None:
 
 
 def _specials(expr: ast.Expr) -> Iterator[ast.SpecialVar]:
-    match expr:
-        case ast.SpecialVar():
-            yield expr
-        case ast.Member(base=base) | ast.Cast(operand=base) | ast.Unary(operand=base):
-            yield from _specials(base)
-        case ast.Index(base=base, index=index):
-            yield from _specials(base)
-            yield from _specials(index)
-        case ast.Binary(left=left, right=right):
-            yield from _specials(left)
-            yield from _specials(right)
-        case ast.Call(args=args):
-            for arg in args:
-                yield from _specials(arg)
+    return (e for e in _subexpressions(expr) if isinstance(e, ast.SpecialVar))
 
 
 def _names(expr: ast.Expr) -> Iterator[ast.Name]:
     """Every Name in `expr`, left to right. Member fields are not names."""
+    return (e for e in _subexpressions(expr) if isinstance(e, ast.Name))
+
+
+def _subexpressions(expr: ast.Expr) -> Iterator[ast.Expr]:
+    """`expr` and everything inside it, left to right."""
+    yield expr
     match expr:
-        case ast.Name():
-            yield expr
-        case ast.Member(base=base) | ast.Cast(operand=base) | \
-                ast.Unary(operand=base):
-            yield from _names(base)
+        case ast.Member(base=base) | ast.Cast(operand=base) | ast.Unary(operand=base):
+            yield from _subexpressions(base)
         case ast.Index(base=base, index=index):
-            yield from _names(base)
-            yield from _names(index)
+            yield from _subexpressions(base)
+            yield from _subexpressions(index)
         case ast.Binary(left=left, right=right):
-            yield from _names(left)
-            yield from _names(right)
+            yield from _subexpressions(left)
+            yield from _subexpressions(right)
         case ast.Call(args=args):
             for arg in args:
-                yield from _names(arg)
+                yield from _subexpressions(arg)
 
 
 def _check_print_arguments(statement: ast.PrintFormat, scope: _Scope) -> None:
