@@ -113,14 +113,16 @@ class TypeBuilder:
         return EnumType(_name(die), _attr(die, "DW_AT_byte_size", 4), signed, values)
 
     def _array(self, die) -> CType:
-        counts = [_subrange_count(c) for c in die.iter_children()
+        ranges = [c for c in die.iter_children()
                   if c.tag in ("DW_TAG_subrange_type", "DW_TAG_enumeration_type")]
+        counts = [_subrange_count(c) for c in ranges]
         ctype = self.type_of(die)
         if "DW_AT_GNU_vector" in die.attributes and len(counts) == 1 and counts[0] is not None:
             return VectorType(ctype, counts[0])
         # int m[2][3] is one DIE with two subranges; the last is innermost.
-        for count in reversed(counts or [None]):
-            ctype = ArrayType(ctype, count)
+        for subrange, count in reversed(list(zip(ranges, counts)) or [(None, None)]):
+            variable = count is None and subrange is not None and _variable_bound(subrange)
+            ctype = ArrayType(ctype, count, variable)
         return ctype
 
 
@@ -180,6 +182,12 @@ def _subrange_count(die) -> int | None:
         lower = _attr(die, "DW_AT_lower_bound", 0)
         return upper.value - lower + 1
     return None                           # flexible array member or VLA
+
+
+def _variable_bound(die) -> bool:
+    """A bound the DWARF computes (an expression, or a reference to the
+    variable gcc keeps it in): a VLA, not a flexible array member."""
+    return any(attr in die.attributes for attr in ("DW_AT_count", "DW_AT_upper_bound"))
 
 
 def _storage_size(ctype: CType) -> int:

@@ -146,6 +146,9 @@ class EnumType:
 class ArrayType:
     element: "CType"
     count: int | None         # None: flexible / unknown bound
+    # A C99 VLA: the bound is computed at run time (a DWARF expression or a
+    # variable), so `count` is None but the array is not empty.
+    variable_length: bool = False
 
     @property
     def size(self) -> int:

@@ -260,6 +260,12 @@ class _ProbeBuilder:
                     return self._string(v, t)
                 return ScalarCapture(v, t), 8
         ctype = place.ctype
+        if getattr(strip(ctype), "variable_length", False) and kind is not ast.FormatKind.POINTER:
+            # Its length is computed at run time: printed as [] it would be
+            # a plausible wrong value.
+            return NoCapture(ctype, "unsupported: a variable-length array (its length is "
+                             "computed at run time); print its elements ([0], [1], ...) or "
+                             "dump it ({:x.N})", False), 0
         if isinstance(strip(ctype), PointerType) and arith.is_string_type(ctype) \
                 and kind is not ast.FormatKind.POINTER:
             pointer, _ = self.exprs.value(place, expr)
