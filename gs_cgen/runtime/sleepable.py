@@ -34,13 +34,12 @@ import struct
 from dataclasses import dataclass
 
 from gs_cgen.plan.model import EventTransport
+from gs_cgen.runtime.bpfcall import BPF_PROG_LOAD, ProgLoadAttr, bpf
 
 # include/uapi/linux/bpf.h
-BPF_PROG_LOAD = 5
 BPF_PROG_TYPE_KPROBE = 2
 BPF_F_SLEEPABLE = 1 << 4
 BPF_FUNC_copy_from_user = 148
-_SYS_BPF = 321                      # x86_64 (arch/x86/entry/syscalls/syscall_64.tbl)
 SWITCH_VARIABLE = "GS_CGEN_SLEEPABLE"
 _OFF = ("0", "off", "no", "false")
 # ebpf::BPFModule::bcc_func_load(int, char const*, bpf_insn const*, int, char const*,
@@ -144,18 +143,6 @@ _PROBE_PROGRAM = b"".join([
 ])
 
 
-class _ProgLoadAttr(ctypes.Structure):
-    """The BPF_PROG_LOAD part of union bpf_attr, up to expected_attach_type
-    (the kernel takes a shorter attr and zeroes the rest)."""
-
-    _fields_ = [("prog_type", ctypes.c_uint32), ("insn_cnt", ctypes.c_uint32),
-                ("insns", ctypes.c_uint64), ("license", ctypes.c_uint64),
-                ("log_level", ctypes.c_uint32), ("log_size", ctypes.c_uint32),
-                ("log_buf", ctypes.c_uint64), ("kern_version", ctypes.c_uint32),
-                ("prog_flags", ctypes.c_uint32), ("prog_name", ctypes.c_char * 16),
-                ("prog_ifindex", ctypes.c_uint32), ("expected_attach_type", ctypes.c_uint32)]
-
-
 def kernel_refusal(flags: int = BPF_F_SLEEPABLE) -> str:
     """Why the kernel will not load the probe program with these program
     flags ('' if it does): with BPF_F_SLEEPABLE, whether it loads sleepable
@@ -163,16 +150,15 @@ def kernel_refusal(flags: int = BPF_F_SLEEPABLE) -> str:
     insns = ctypes.create_string_buffer(_PROBE_PROGRAM, len(_PROBE_PROGRAM))
     license_ = ctypes.create_string_buffer(b"GPL")
     log = ctypes.create_string_buffer(4096)
-    attr = _ProgLoadAttr(prog_type=BPF_PROG_TYPE_KPROBE, insn_cnt=len(_PROBE_PROGRAM) // 8,
+    attr = ProgLoadAttr(prog_type=BPF_PROG_TYPE_KPROBE, insn_cnt=len(_PROBE_PROGRAM) // 8,
                          insns=ctypes.addressof(insns), license=ctypes.addressof(license_),
                          log_level=1, log_size=len(log), log_buf=ctypes.addressof(log),
                          prog_flags=flags, prog_name=b"gs_sleepable")
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = libc.syscall(_SYS_BPF, BPF_PROG_LOAD, ctypes.byref(attr), ctypes.sizeof(attr))
+    fd, err = bpf(BPF_PROG_LOAD, attr)
     if fd >= 0:
         os.close(fd)
         return ""
-    reason = os.strerror(ctypes.get_errno())
+    reason = os.strerror(err)
     said = verifier_reason(log.value.decode(errors="replace"))
     return f"{reason} ({said})" if said else reason
 

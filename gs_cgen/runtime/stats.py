@@ -17,11 +17,11 @@ import os
 from dataclasses import dataclass
 
 from gs_cgen.errors import RuntimeTraceError
+from gs_cgen.runtime.bpfcall import bpf
 
 BPF_OBJ_GET_INFO_BY_FD = 15
 BPF_ENABLE_STATS = 32
 BPF_STATS_RUN_TIME = 0
-_SYS_BPF = 321                      # x86_64
 
 
 class EnableStatsAttr(ctypes.Structure):
@@ -44,16 +44,10 @@ PROG_INFO_RUN_CNT = 200
 _PROG_INFO_SIZE = PROG_INFO_RUN_CNT + 8
 
 
-def _bpf(command: int, attr: ctypes.Structure) -> tuple[int, int]:
-    libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.syscall(_SYS_BPF, command, ctypes.byref(attr), ctypes.sizeof(attr))
-    return result, (ctypes.get_errno() if result < 0 else 0)
-
-
 def enable_run_time_stats() -> int:
     """The fd that keeps the kernel's BPF run-time statistics on (close it
     to turn them off again, unless someone else holds one too)."""
-    fd, err = _bpf(BPF_ENABLE_STATS, EnableStatsAttr(BPF_STATS_RUN_TIME))
+    fd, err = bpf(BPF_ENABLE_STATS, EnableStatsAttr(BPF_STATS_RUN_TIME))
     if fd < 0:
         raise RuntimeTraceError(f"--stats: the kernel refused BPF_ENABLE_STATS: "
                                 f"{os.strerror(err)}",
@@ -71,7 +65,7 @@ def program_run_time(prog_fd: int) -> ProgramRunTime:
     """run_cnt and run_time_ns of one loaded program."""
     info = ctypes.create_string_buffer(_PROG_INFO_SIZE)
     attr = InfoByFdAttr(prog_fd, _PROG_INFO_SIZE, ctypes.addressof(info))
-    result, err = _bpf(BPF_OBJ_GET_INFO_BY_FD, attr)
+    result, err = bpf(BPF_OBJ_GET_INFO_BY_FD, attr)
     if result < 0:
         raise RuntimeTraceError(f"--stats: cannot read BPF program {prog_fd}'s statistics: "
                                 f"{os.strerror(err)}")

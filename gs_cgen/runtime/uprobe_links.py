@@ -28,13 +28,13 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 
+from gs_cgen.runtime.bpfcall import BPF_PROG_LOAD, ProgLoadAttr, bpf
+
 # include/uapi/linux/bpf.h (checked against this kernel's BTF, see tests)
-BPF_PROG_LOAD = 5
 BPF_LINK_CREATE = 28
 BPF_PROG_TYPE_KPROBE = 2
 BPF_TRACE_UPROBE_MULTI = 48
 BPF_F_UPROBE_MULTI_RETURN = 1       # uprobe_multi.flags: a uretprobe
-_SYS_BPF = 321                      # x86_64
 SWITCH_VARIABLE = "GS_CGEN_UPROBE_MULTI"
 _OFF = ("0", "off", "no", "false")
 _MISSING_PATH = b"/nonexistent/gs-cgen/uprobe-multi-probe"
@@ -52,26 +52,8 @@ class LinkCreateAttr(ctypes.Structure):
                 ("pid", ctypes.c_uint32), ("_pad", ctypes.c_uint32)]
 
 
-class _ProgLoadAttr(ctypes.Structure):
-    """BPF_PROG_LOAD up to expected_attach_type."""
-
-    _fields_ = [("prog_type", ctypes.c_uint32), ("insn_cnt", ctypes.c_uint32),
-                ("insns", ctypes.c_uint64), ("license", ctypes.c_uint64),
-                ("log_level", ctypes.c_uint32), ("log_size", ctypes.c_uint32),
-                ("log_buf", ctypes.c_uint64), ("kern_version", ctypes.c_uint32),
-                ("prog_flags", ctypes.c_uint32), ("prog_name", ctypes.c_char * 16),
-                ("prog_ifindex", ctypes.c_uint32), ("expected_attach_type", ctypes.c_uint32)]
-
-
 _RETURN_ZERO = bytes([0xb7, 0, 0, 0, 0, 0, 0, 0,      # mov64 r0, 0
                       0x95, 0, 0, 0, 0, 0, 0, 0])     # exit
-
-
-def _bpf(command: int, attr: ctypes.Structure) -> tuple[int, int]:
-    """bpf(2): (result, errno)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.syscall(_SYS_BPF, command, ctypes.byref(attr), ctypes.sizeof(attr))
-    return result, (ctypes.get_errno() if result < 0 else 0)
 
 
 def links_refusal(environ=os.environ) -> str:
@@ -87,10 +69,10 @@ def kernel_refusal() -> str:
     """Asked of the kernel once per process."""
     insns = ctypes.create_string_buffer(_RETURN_ZERO, len(_RETURN_ZERO))
     license_ = ctypes.create_string_buffer(b"GPL")
-    load = _ProgLoadAttr(prog_type=BPF_PROG_TYPE_KPROBE, insn_cnt=len(_RETURN_ZERO) // 8,
+    load = ProgLoadAttr(prog_type=BPF_PROG_TYPE_KPROBE, insn_cnt=len(_RETURN_ZERO) // 8,
                          insns=ctypes.addressof(insns), license=ctypes.addressof(license_),
                          prog_name=b"gs_link_probe", expected_attach_type=BPF_TRACE_UPROBE_MULTI)
-    prog_fd, err = _bpf(BPF_PROG_LOAD, load)
+    prog_fd, err = bpf(BPF_PROG_LOAD, load)
     if prog_fd < 0:
         return f"cannot load a uprobe_multi program: {os.strerror(err)}"
     try:
@@ -117,7 +99,7 @@ def attach_link(prog_fd: int, path: bytes, file_offset: int, pid: int | None,
                           path=ctypes.addressof(path_buffer), offsets=ctypes.addressof(offsets),
                           cnt=1, pid=0 if pid is None else pid,
                           multi_flags=BPF_F_UPROBE_MULTI_RETURN if at_return else 0)
-    return _bpf(BPF_LINK_CREATE, attr)
+    return bpf(BPF_LINK_CREATE, attr)
 
 
 # Closes in flight at once: enough for the grace periods to be shared by
