@@ -84,7 +84,7 @@ def decode_abbreviations(data: bytes, offset: int) -> dict[int, AbbrevDecl]:
             attr, form = r.uleb(), r.uleb()
             if attr == 0 and form == 0:
                 break
-            value = _sleb(r) if form == _FORM_IMPLICIT_CONST else None
+            value = r.sleb() if form == _FORM_IMPLICIT_CONST else None
             specs.append(Container(name=_ATTRS.get(attr, attr), form=_FORMS.get(form, form),
                                    value=value))
         if r.pos > len(data):
@@ -92,14 +92,3 @@ def decode_abbreviations(data: bytes, offset: int) -> dict[int, AbbrevDecl]:
         found[code] = AbbrevDecl(code, Container(tag=_TAGS.get(tag, tag), children_flag=children,
                                                  attr_spec=specs))
     return found
-
-
-def _sleb(r: ByteReader) -> int:
-    value = shift = 0
-    while True:
-        byte = r.data[r.pos]
-        r.pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value - (1 << shift) if byte & 0x40 else value

@@ -45,6 +45,16 @@ class ByteReader:
             if not byte & 0x80:
                 return value
 
+    def sleb(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.data[self.pos]
+            self.pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value - (1 << shift) if byte & 0x40 else value
+
     def cstring(self) -> bytes:
         end = self.data.index(b"\0", self.pos)
         text = self.data[self.pos:end]
