@@ -12,12 +12,12 @@ import hashlib
 import os
 import re
 import struct
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from gs_cgen.cachedir import cache_root, read_entry, write_entry
 from gs_cgen.errors import GsError
+from gs_cgen.lazydataclass import dataclass
 
 # gs_cgen/bpf_headers links to the repository's bpf_headers/ and is package data.
 HEADER_PATH = Path(__file__).resolve().parent / "bpf_headers" / "gs_abi.h"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 
 import click
 
 from gs_cgen.errors import GsError
+from gs_cgen.lazydataclass import dataclass
 
 EXIT_USER_ERROR = 1
 

@@ -16,7 +16,8 @@ arguments matches every instantiation (`biggest` is `biggest<int>` and
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from gs_cgen.lazydataclass import dataclass
 
 _ANONYMOUS = "(anonymous namespace)"
 _CLONE_SUFFIX = re.compile(r"( \[clone [^\]]*\])+$")

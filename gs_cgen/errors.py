@@ -3,8 +3,8 @@ them into messages on stderr and exit codes."""
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.source import SourceSpan
 
 

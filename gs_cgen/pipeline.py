@@ -2,9 +2,9 @@
 reads ELF/DWARF files but never touches BPF or processes."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from gs_cgen.emit.program import emit_program
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.build import PlanOptions, build_plan
 from gs_cgen.plan.model import Plan
 from gs_cgen.plan.modules import ModuleSet

@@ -1,7 +1,8 @@
 """Positions in the user's script and how errors point at them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gs_cgen.lazydataclass import dataclass
+
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 from gs_cgen.abi import abi
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.pipeline import Compiled
 from gs_cgen.render.output import EventWriter
 from gs_cgen.runtime import target as proc

@@ -11,11 +11,12 @@ from __future__ import annotations
 import bisect
 import enum
 import struct
-from dataclasses import dataclass
 
 from elftools.dwarf.callframe import FDE, CallFrameInfo
 # ours (below) is RegisterRule, the unwinder's view of one rule
 from elftools.dwarf.callframe import RegisterRule as RegisterRule_
+
+from gs_cgen.lazydataclass import dataclass
 
 # DW_EH_PE encodings we decode in .eh_frame_hdr; gcc/ld always emit these.
 _PE_PCREL_SDATA4 = 0x1B

@@ -24,10 +24,10 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.elf import ElfImage
 from gs_cgen.errors import DebugInfoError
+from gs_cgen.lazydataclass import dataclass
 
 DEBUG_ROOTS: tuple[str, ...] = ("/usr/lib/debug",)
 # Where distributions put debug files, looked for inside a target's root.

@@ -5,13 +5,13 @@ itself (ld.so's rules) lives in runtime/libraries.py."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_E_MACHINE
 
 from gs_cgen.errors import DebugInfoError
+from gs_cgen.lazydataclass import dataclass
 
 _DF_1_NODEFLIB = 0x800    # "ignore the default library search path"
 

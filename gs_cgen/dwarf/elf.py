@@ -14,7 +14,6 @@ import io
 import os
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.symvers import dynamic_versions, matches, parse_spelling, spell, version_of
 from gs_cgen.errors import DebugInfoError
+from gs_cgen.lazydataclass import dataclass
 
 if TYPE_CHECKING:
     from elftools.elf.elffile import ELFFile

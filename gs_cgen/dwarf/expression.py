@@ -22,7 +22,6 @@ programs").
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Callable
 
 from elftools.common.exceptions import DWARFError, ELFParseError
@@ -35,6 +34,7 @@ from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, Composite, Compute
                                  UnsupportedLocation, ValueExpression, VariableLocation,
                                  register_name)
 from gs_cgen.dwarf.tls import tls_location
+from gs_cgen.lazydataclass import dataclass
 
 FIRST_SIMD_REGISTER = 17       # xmm0 in the x86_64 psABI DWARF numbering
 LAST_SIMD_REGISTER = 32

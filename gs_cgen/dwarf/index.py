@@ -13,7 +13,6 @@ import bisect
 import itertools
 import os
 import struct
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_TAG
@@ -24,6 +23,7 @@ from gs_cgen.dwarf.cache import IndexCache
 from gs_cgen.dwarf.raw import (UnsupportedHeader, read_abbreviations, read_cu_line_info,
                               read_file_tables, read_top_level_names)
 from gs_cgen.dwarf.raw import attribute_at as raw_attribute_at
+from gs_cgen.lazydataclass import dataclass
 
 _ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
                   "DW_FORM_addrx3", "DW_FORM_addrx4")

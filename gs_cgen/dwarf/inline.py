@@ -18,12 +18,12 @@ gdb's `bt` prints them (`geo::Widget::area`, `geo::detail::scale<int>`,
 DW_AT_linkage_name, and find_frame_funname drops its parameter list."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from gs_cgen.cppnames import parse_cpp_name
 from gs_cgen.dwarf.demangle import demangle
 from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.scopes import _frames, _scope_chain, _selected
+from gs_cgen.lazydataclass import dataclass
 
 
 @dataclass(frozen=True)

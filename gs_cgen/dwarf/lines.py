@@ -32,10 +32,10 @@ next line: the compiler did mark statements there.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Hashable
 
 from gs_cgen.dwarf.index import LineTable, Row
+from gs_cgen.lazydataclass import dataclass
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,10 @@
 each lives at one PC. Pure data; no pyelftools objects leak out."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
 from gs_cgen.dwarf.types import CType
+from gs_cgen.lazydataclass import dataclass
 
 
 # DWARF x86_64 register numbers (System V psABI, figure 3.36).

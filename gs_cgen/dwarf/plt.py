@@ -19,9 +19,9 @@ IRELATIVE slot) gets no name, as in gdb ("No symbol matches").
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.relocs import R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT, Relocation
+from gs_cgen.lazydataclass import dataclass
 
 PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
 _JMP_RIP = b"\xff\x25"          # jmp *disp32(%rip); `bnd` (f2) may precede it

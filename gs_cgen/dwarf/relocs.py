@@ -16,7 +16,8 @@ Only the file's SHF_ALLOC SHT_RELA sections (.rela.dyn, .rela.plt) count.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+from gs_cgen.lazydataclass import dataclass
 
 _ELF64_RELA = struct.Struct("<QQq")    # r_offset, r_info, r_addend
 _ELF64_SYM = struct.Struct("<IBBHQQ")

@@ -5,7 +5,6 @@ pointers (where is the object pointed to?). dwarf/module.py applies this to
 every variable before the planner sees it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from gs_cgen.dwarf.callsites import call_site_parameter_values, call_site_values
@@ -15,6 +14,7 @@ from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Com
                                  InRegister, OptimizedOut, Piece, StaticAddress, SyntheticPointer,
                                  UnsupportedLocation, ValueExpression, VariableLocation,
                                  register_name)
+from gs_cgen.lazydataclass import dataclass
 
 _MAX_POINTER_DEPTH = 4          # implicit pointers to implicit pointers
 

@@ -46,7 +46,6 @@ inlined instance the probe is for, or None for the innermost.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Callable
 
 from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
@@ -54,6 +53,7 @@ from gs_cgen.dwarf.locations import LocationReader, frame_base_from_ops, frame_b
 from gs_cgen.dwarf.model import (FrameScope, LocationForm, OptimizedOut, UnsupportedLocation,
                                  VariableKind, VisibleVariable)
 from gs_cgen.dwarf.typebuild import TypeBuilder
+from gs_cgen.lazydataclass import dataclass
 
 _LEXICAL = "DW_TAG_lexical_block"
 _INLINED = "DW_TAG_inlined_subroutine"

@@ -15,7 +15,8 @@ A bare name means the default version, as for the dynamic linker and gdb
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+from gs_cgen.lazydataclass import dataclass
 
 _VERSYM_HIDDEN = 0x8000
 _VER_FLG_BASE = 0x1

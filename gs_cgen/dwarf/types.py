@@ -7,10 +7,12 @@ through them when the layout matters.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from functools import cached_property
 from typing import Callable
+
+from gs_cgen.lazydataclass import dataclass
 
 
 @dataclass(frozen=True)

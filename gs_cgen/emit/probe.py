@@ -22,13 +22,13 @@ back when nothing is marked (gs_drop), as every probe did before.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
 from gs_cgen.emit.aggregations import emit_aggregate
 from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
                                  CompositeCapture, DumpCapture, EntryCapture, IfStep,

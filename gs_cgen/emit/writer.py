@@ -3,7 +3,9 @@ callers get the text back, nothing is written to files."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from gs_cgen.lazydataclass import dataclass
 
 
 @dataclass

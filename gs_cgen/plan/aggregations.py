@@ -10,11 +10,12 @@ they update one map.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.errors import PlanError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith, ir
 from gs_cgen.plan.model import (AggregateStep, AggregationKey, AggregationKeyKind,
                                 AggregationPlan)

@@ -15,7 +15,6 @@ there (as in gdb).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Composite,
                                  ComputedAddress, ComputedValue, ImplicitBytes, ImplicitValue,
@@ -23,6 +22,7 @@ from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Com
                                  ThreadLocal, UnsupportedLocation, VariableKind, VisibleVariable,
                                  describe_variable, register_name)
 from gs_cgen.dwarf.types import type_name
+from gs_cgen.lazydataclass import dataclass
 
 READABLE, PARTLY, UNAVAILABLE = "readable", "partly", "unavailable"
 MARKS = {READABLE: "✓", PARTLY: "~", UNAVAILABLE: "·"}

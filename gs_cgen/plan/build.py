@@ -4,12 +4,13 @@ render recipe. Knows no C syntax."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType, strip,
                                  type_size)
 from gs_cgen.errors import GsError, PlanError, UnsupportedError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith, ir
 from gs_cgen.plan.aggregations import AggregationTable, plan_aggregate
 from gs_cgen.plan.expr import ExprPlanner

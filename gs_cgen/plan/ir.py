@@ -8,9 +8,9 @@ status and the failing address, never a plausible number.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.types import CType
+from gs_cgen.lazydataclass import dataclass
 
 
 # ------------------------------------------------------------------ scalars

@@ -18,9 +18,9 @@ when that is smaller; beyond, its first bytes print, then `<truncated>`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from gs_cgen.abi import abi
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import EventTransport
 
 OBJECT_CAP = 64 * 1024

@@ -7,13 +7,13 @@ Produced by plan/build.py from the AST and DWARF facts; consumed by emit/
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.types import CType
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.script.ast import FormatKind
 from gs_cgen.source import SourceSpan
 

@@ -13,12 +13,13 @@ import dataclasses
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, NoReturn
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.types import describe_definition, same_definition
 from gs_cgen.errors import DebugInfoError, PlanError, nearest
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import GotSlot, IfuncChoice, IfuncLookup, ModuleFile
 
 # Reads an IFUNC's choice out of a process (runtime/ifunc.py); None when

@@ -22,10 +22,11 @@ the next call in the same frame overwrites and that LRU eviction bounds.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gs_cgen.abi import abi
 from gs_cgen.errors import DebugInfoError, PlanError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith, ir
 from gs_cgen.dwarf.model import VariableKind
 from gs_cgen.dwarf.types import type_size

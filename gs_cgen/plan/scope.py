@@ -12,9 +12,9 @@ name in scope at no site at all is an error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.model import FrameScope, VisibleVariable
+from gs_cgen.lazydataclass import dataclass
 
 NOT_IN_SCOPE = "not in scope at this site"
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from gs_cgen.errors import DebugInfoError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import BacktraceCapture, ProbePlan, ProbeSite, module_cookie
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.script import ast

@@ -16,9 +16,9 @@ and the plan carries a note saying so, instead of refusing the probe.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.model import VariableKind, VisibleVariable
+from gs_cgen.lazydataclass import dataclass
 
 # `$NAME` -> which variables it lists
 VARIABLE_LISTS = {"args": VariableKind.PARAMETER, "locals": VariableKind.LOCAL}

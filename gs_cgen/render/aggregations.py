@@ -17,9 +17,9 @@ enums `Status::ACTIVE`, pointers 0x...); a key that could not be read is
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from gs_cgen.abi import abi
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import AggregationKeyKind, AggregationPlan
 from gs_cgen.render.decode import ValueStatus, status_of
 from gs_cgen.render.text import format_value, value_json

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import functools
 import struct
-from dataclasses import dataclass
 from enum import Enum
 
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import type_size
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith
 from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DumpCapture,
                                 EntryCapture, KnownBytesCapture, MemoryCapture, NoCapture,

@@ -19,11 +19,11 @@ from __future__ import annotations
 import decimal
 import math
 import struct
-from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 
 from gs_cgen.dwarf.types import FloatFormat
+from gs_cgen.lazydataclass import dataclass
 
 INVALID = "<invalid float value>"
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import Callable
 
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import (BoolType, EnumType, FloatFormat, FloatType, IntType,
                                  PointerType, strip, type_name, type_size)
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import (ExprLine, FormatLine, MemoryCapture, ProbePlan, ScalarCapture,
                                 ScriptString, SlotRef, ValueSlot)
 from gs_cgen.render.decode import decode, memory_value, scalar_value

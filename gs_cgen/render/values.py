@@ -12,13 +12,13 @@ what is present and carry `truncated=True`, which renders as a trailing
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
 from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType,
                                  FloatFormat, FloatType, IntType, PointerType, QualifiedType,
                                  StructMember, StructType, TypedefType, VectorType, strip,
                                  type_size)
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.render import floats
 from gs_cgen.render.decode import ValueStatus
 

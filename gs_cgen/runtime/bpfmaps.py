@@ -17,9 +17,9 @@ import errno
 import functools
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from gs_cgen.errors import RuntimeTraceError
+from gs_cgen.lazydataclass import dataclass
 
 # include/uapi/linux/bpf.h enum bpf_map_type: the per-CPU kinds, whose
 # values are one slot per possible CPU, each rounded up to 8 bytes.

@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import os
 import struct
-from dataclasses import dataclass
 
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import ThreadPointer
 
 VMLINUX_BTF = "/sys/kernel/btf/vmlinux"

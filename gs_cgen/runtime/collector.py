@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable
 
 from gs_cgen.abi import abi
+from gs_cgen.lazydataclass import dataclass
 
 LOSS_REPORT_INTERVAL_S = 2.0
 # At the end, events already in the ring are still rendered, for this long

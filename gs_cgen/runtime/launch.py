@@ -17,9 +17,9 @@ import signal
 import stat
 import struct
 import subprocess
-from dataclasses import dataclass
 
 from gs_cgen.errors import TargetError
+from gs_cgen.lazydataclass import dataclass
 
 _PTRACE_TRACEME = 0
 _PTRACE_PEEKTEXT = 1

@@ -11,7 +11,8 @@ that entries with DL_CACHE_HWCAP_EXTENSION refer to."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+from gs_cgen.lazydataclass import dataclass
 
 DEFAULT_PATH = "/etc/ld.so.cache"
 

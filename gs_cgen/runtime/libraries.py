@@ -27,10 +27,11 @@ import os
 import re
 import stat
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gs_cgen.dwarf.dynamic import DynamicInfo, read_dynamic
 from gs_cgen.errors import DebugInfoError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.runtime.ldcache import CacheFormatError, LdCache, read_cache
 
 DEFAULT_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib")

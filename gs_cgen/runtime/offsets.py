@@ -18,10 +18,11 @@ PT_TLS) is said once, through `notes`."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable
 
 from gs_cgen.errors import GsError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import ModuleRef
 from gs_cgen.runtime import target as proc
 from gs_cgen.runtime.tls import TlsReader

@@ -28,10 +28,10 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
 from gs_cgen.cachedir import cache_root, read_entry, write_entry
+from gs_cgen.lazydataclass import dataclass
 
 _FORMAT_VERSION = 1
 SWITCH_VARIABLE = "GS_CGEN_PROGRAM_CACHE"     # "off": always compile

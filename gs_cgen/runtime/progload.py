@@ -16,8 +16,9 @@ import ctypes
 import fcntl
 import functools
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.runtime.bpfmaps import BpfMap, libbpf
 from gs_cgen.runtime.progcache import CachedProgram, patch_map_fds
 from gs_cgen.runtime.sleepable import verifier_reason

@@ -22,13 +22,13 @@ import os
 import struct
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from gs_cgen.abi import HEADER_PATH, abi
 from gs_cgen.emit.c import (SLEEPABLE_MACRO, capture_function_name, entry_function_name,
                             probe_function_name)
 from gs_cgen.errors import PrivilegeError, RuntimeTraceError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import EventTransport, Plan, ProbeSite
 from gs_cgen.runtime import progcache
 from gs_cgen.runtime.bpfmaps import BpfMap

@@ -31,8 +31,8 @@ import ctypes
 import functools
 import os
 import struct
-from dataclasses import dataclass
 
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import EventTransport
 from gs_cgen.runtime.bpfcall import BPF_PROG_LOAD, ProgLoadAttr, bpf
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ctypes
 import os
-from dataclasses import dataclass
 
 from gs_cgen.errors import RuntimeTraceError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.runtime.bpfcall import bpf
 
 BPF_OBJ_GET_INFO_BY_FD = 15

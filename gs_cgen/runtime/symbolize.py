@@ -13,10 +13,10 @@ from __future__ import annotations
 import atexit
 import os
 import time
-from dataclasses import dataclass
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.errors import GsError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import ModuleFile
 from gs_cgen.plan.model import BacktraceShow
 from gs_cgen.runtime.target import Mapping, ProcessTarget, module_file, open_process

@@ -17,10 +17,10 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.model import LoadSegment
 from gs_cgen.errors import TargetError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import ModuleFile, ModuleRef, PidNamespace
 
 # PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace.

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.errors import GsError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import ModuleRef
 from gs_cgen.runtime import target as proc
 

@@ -5,9 +5,9 @@ check.py validates scoping and format strings; plan/ consumes it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.source import SourceSpan
 
 

@@ -10,9 +10,10 @@ which plan/ resolves later.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gs_cgen.errors import ScriptError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.script import ast
 
 

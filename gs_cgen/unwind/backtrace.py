@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import dataclasses
-from dataclasses import dataclass
 
 from gs_cgen.errors import GsError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.unwind.model import PhysicalFrame, Registers, StackCopy, StopReason
 from gs_cgen.unwind.walk import unwind
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import enum
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from gs_cgen.lazydataclass import dataclass
 
 # DWARF register numbers of x86-64 (psABI 3.6.2, table 3.36).
 RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP = range(8)

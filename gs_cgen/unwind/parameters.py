@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from dataclasses import dataclass
 
 from gs_cgen.dwarf.model import AtRegisterOffset, ImplicitValue, InRegister, VariableKind
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.errors import GsError
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.unwind.model import StackCopy
 
 _REGISTER_BYTES = 8
