@@ -17,6 +17,8 @@ so the class object would change under its users.
 from __future__ import annotations
 
 import dataclasses
+import operator
+import reprlib
 import threading
 
 _PENDING = "__gs_dataclass_pending__"
@@ -51,7 +53,50 @@ def materialize(cls: type) -> type:
             materialize(base)
         for name in (*placeholders, *_METADATA, _PENDING):
             delattr(cls, name)
-        return dataclasses.dataclass(cls, **options)
+        if set(placeholders) != set(_METHODS) or options.get("order") or options.get("unsafe_hash"):
+            return dataclasses.dataclass(cls, **options)
+        made = dataclasses.dataclass(cls, **{**options, "eq": False, "repr": False})
+        _share_methods(made, options)
+        return made
+
+
+def _share_methods(cls: type, options: dict) -> None:
+    """`==`, `hash` and `repr` as dataclasses would generate them, from
+    functions made without exec: they are half of its cost per class."""
+    fields = dataclasses.fields(cls)
+    if options.get("repr", True):
+        cls.__repr__ = _repr([f.name for f in fields if f.repr])
+    if options.get("eq", True):
+        compared = _values([f.name for f in fields if f.compare])
+
+        def __eq__(self, other):
+            if other.__class__ is self.__class__:
+                return compared(self) == compared(other)
+            return NotImplemented
+        cls.__eq__ = __eq__
+        if options.get("frozen"):
+            hashed = _values([f.name for f in fields if (f.compare if f.hash is None else f.hash)])
+            cls.__hash__ = lambda self: hash(hashed(self))
+        else:
+            cls.__hash__ = None
+
+
+def _values(names: list[str]):
+    """-> a function from a record to the tuple of those fields' values."""
+    if len(names) >= 2:
+        return operator.attrgetter(*names)
+    if names:
+        one = operator.attrgetter(names[0])
+        return lambda record: (one(record),)
+    return lambda record: ()
+
+
+def _repr(names: list[str]):
+    @reprlib.recursive_repr()
+    def __repr__(self):
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{self.__class__.__qualname__}({shown})"
+    return __repr__
 
 
 def _method_placeholder(cls: type, name: str):

@@ -1,0 +1,201 @@
+"""gs_cgen.lazydataclass makes exactly what dataclasses.dataclass makes, only
+later: every use a record has in gs-cgen, compared with the eager decorator."""
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+
+from gs_cgen import lazydataclass
+from gs_cgen.lazydataclass import dataclass
+
+
+def _pair(**options):
+    """The same class made by both decorators."""
+    def body():
+        class Point:
+            x: int
+            y: int = 0
+            tags: tuple = dataclasses.field(default_factory=tuple)
+        return Point
+    return dataclasses.dataclass(**options)(body()), dataclass(**options)(body())
+
+
+def _pending(cls) -> bool:
+    return lazydataclass._PENDING in cls.__dict__
+
+
+def test_nothing_is_generated_until_first_use():
+    _, lazy = _pair(frozen=True)
+    assert _pending(lazy)
+    lazy(1)
+    assert not _pending(lazy)
+
+
+@pytest.mark.parametrize("options", [{}, {"frozen": True}, {"eq": False}, {"order": True},
+                                     {"frozen": True, "kw_only": True}])
+def test_instances_behave_as_the_eager_decorator_makes_them(options):
+    eager, lazy = _pair(**options)
+    args = {"x": 1, "y": 2}
+    a, b = eager(**args), lazy(**args)
+    assert repr(a).split("Point")[1] == repr(b).split("Point")[1]
+    assert (b == lazy(**args)) == (a == eager(**args))
+    assert (eager.__hash__ is None) == (lazy.__hash__ is None)
+    if eager.__hash__ is not None and options.get("frozen"):
+        assert hash(b) == hash(a)
+    assert [f.name for f in dataclasses.fields(b)] == [f.name for f in dataclasses.fields(a)]
+    assert dataclasses.replace(b, y=5).y == 5
+    if options.get("order"):
+        assert lazy(x=1) < lazy(x=2)
+
+
+def test_fields_left_out_of_compare_and_repr():
+    def body():
+        class Entry:
+            key: int
+            note: str = dataclasses.field(default="", compare=False, repr=False)
+            weight: int = dataclasses.field(default=0, hash=False)
+        return Entry
+    eager, lazy = dataclasses.dataclass(frozen=True)(body()), dataclass(frozen=True)(body())
+    assert lazy(1, "a") == lazy(1, "b")
+    assert lazy(1, weight=1) != lazy(1, weight=2)
+    assert hash(lazy(1, "a", 5)) == hash(eager(1, "b", 5))
+    assert repr(lazy(1, "a")).endswith("Entry(key=1, weight=0)")
+    assert repr(eager(1, "a")).endswith("Entry(key=1, weight=0)")
+
+
+def test_recursive_repr_does_not_loop():
+    @dataclass
+    class Node:
+        children: list
+
+    node = Node([])
+    node.children.append(node)
+    assert repr(node).endswith("Node(children=[...])")
+
+
+def test_frozen_records_stay_frozen():
+    _, lazy = _pair(frozen=True)
+    point = lazy(1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        point.x = 2
+
+
+def test_class_metadata_before_any_instance():
+    _, lazy = _pair(frozen=True)
+    assert dataclasses.is_dataclass(lazy)
+    assert [f.name for f in dataclasses.fields(lazy)] == ["x", "y", "tags"]
+    assert lazy.__match_args__ == ("x", "y", "tags")
+
+
+def test_positional_and_keyword_class_patterns():
+    _, lazy = _pair(frozen=True)
+    match lazy(3, 4):
+        case lazy(3, y):
+            assert y == 4
+        case _:
+            pytest.fail("positional pattern did not match")
+    match lazy(3, 4):
+        case lazy(y=4):
+            pass
+        case _:
+            pytest.fail("keyword pattern did not match")
+
+
+def test_lazy_subclass_of_a_lazy_base_inherits_its_fields():
+    @dataclass(frozen=True)
+    class Base:
+        a: int
+
+    @dataclass(frozen=True)
+    class Derived(Base):
+        b: int = 7
+
+    assert Derived(1) == Derived(1, 7)
+    assert repr(Derived(1)).endswith("Derived(a=1, b=7)")
+    assert Base(1) != Derived(1)
+
+
+def test_eager_subclass_of_a_lazy_base_sees_the_base_fields():
+    @dataclass(frozen=True)
+    class Base:
+        a: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Derived(Base):
+        b: int = 7
+
+    assert [f.name for f in dataclasses.fields(Derived)] == ["a", "b"]
+    assert Derived(1).a == 1
+
+
+def test_plain_subclass_uses_the_base_methods():
+    @dataclass
+    class Base:
+        a: int
+
+    class Plain(Base):
+        def doubled(self):
+            return 2 * self.a
+
+    assert Plain(4).doubled() == 8
+    assert Plain(4) == Plain(4)
+
+
+def test_methods_the_class_defines_itself_are_kept():
+    @dataclass(frozen=True)
+    class Named:
+        name: str
+
+        def __repr__(self):
+            return f"<{self.name}>"
+
+        def __eq__(self, other):
+            return isinstance(other, Named) and other.name.lower() == self.name.lower()
+
+        __hash__ = object.__hash__
+
+    assert repr(Named("x")) == "<x>"
+    assert Named("A") == Named("a")
+
+
+def test_post_init_runs():
+    @dataclass(frozen=True)
+    class Checked:
+        n: int
+
+        def __post_init__(self):
+            if self.n < 0:
+                raise ValueError("negative")
+
+    with pytest.raises(ValueError):
+        Checked(-1)
+
+
+def test_slots_classes_are_made_at_once():
+    @dataclass(frozen=True, slots=True)
+    class Slotted:
+        a: int
+
+    assert not _pending(Slotted)
+    assert Slotted.__slots__ == ("a",)
+
+
+def test_threads_racing_to_the_first_instance():
+    _, lazy = _pair(frozen=True)
+    made, errors = [], []
+
+    def make():
+        try:
+            made.append(lazy(1))
+        except Exception as error:          # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert all(point == lazy(1) for point in made) and len(made) == 8
