@@ -20,6 +20,7 @@ from elftools.dwarf.ranges import BaseAddressEntry
 
 from gs_cgen.dwarf.abbrev import FastAbbreviations
 from gs_cgen.dwarf.cache import IndexCache
+from gs_cgen.dwarf.lineprogram import decode_rows
 from gs_cgen.dwarf.raw import (UnsupportedHeader, read_abbreviations, read_cu_line_info,
                               read_file_tables, read_top_level_names)
 from gs_cgen.dwarf.raw import attribute_at as raw_attribute_at
@@ -355,19 +356,25 @@ class DwarfIndex:
         return self._lines[cu_offset]
 
     def _decode_lines(self, cu_offset: int) -> LineTable:
-        program = self.dwarfinfo.line_program_for_CU(self.cu_at(cu_offset))
         sequences, current = [], []
-        for entry in program.get_entries() if program else ():
-            s = entry.state
-            if s is None:
-                continue
-            current.append(Row(s.address, s.file, s.line, bool(s.is_stmt),
-                               bool(s.prologue_end), bool(s.end_sequence), s.discriminator))
-            if s.end_sequence:
+        for row in self._line_rows(cu_offset):
+            current.append(row)
+            if row.end_sequence:
                 sequences.append(current)
                 current = []
         sequences.sort(key=lambda seq: seq[0].address)
         return _line_table(tuple(row for seq in sequences for row in seq), self.file_map(cu_offset))
+
+    def _line_rows(self, cu_offset: int) -> list[Row]:
+        """The CU's line-program rows in program order."""
+        stmt_list, _ = self._cu_line_info(cu_offset)
+        if stmt_list is None:
+            return []
+        try:
+            return list(map(Row._make, decode_rows(self.section_data(self.dwarfinfo.debug_line_sec),
+                                                   stmt_list)))
+        except (UnsupportedHeader, IndexError, ValueError, struct.error):
+            return line_rows_by_pyelftools(self.dwarfinfo, self.cu_at(cu_offset))
 
     # ----------------------------------------------------------- functions
 
@@ -663,3 +670,12 @@ def _functions_from_plain(plain) -> tuple[FunctionEntry, ...]:
 
 def _text(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
+
+
+def line_rows_by_pyelftools(dwarfinfo, cu) -> list[Row]:
+    """The rows decode_rows gives, by pyelftools: for what decode_rows
+    refuses, and the reference its test compares with."""
+    program = dwarfinfo.line_program_for_CU(cu)
+    states = (entry.state for entry in (program.get_entries() if program else ()))
+    return [Row(s.address, s.file, s.line, bool(s.is_stmt), bool(s.prologue_end),
+                bool(s.end_sequence), s.discriminator) for s in states if s is not None]
