@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 
-from gs_cgen.dwarf.raw import UnsupportedHeader
+from gs_cgen.dwarf.raw import UnsupportedHeader, sleb_at, uleb_at
 
 # A row: (address, file, line, is_stmt, prologue_end, end_sequence, discriminator)
 LineRow = tuple
@@ -46,7 +46,7 @@ def decode_rows(line: bytes, offset: int) -> list[LineRow]:
             append((address, file, row_line, is_stmt, prologue_end, False, discriminator))
             prologue_end, discriminator = False, 0
         elif opcode == 0:
-            size, pos = _uleb(data, pos)
+            size, pos = uleb_at(data, pos)
             next_pos = pos + size
             sub = data[pos] if size else None
             if sub == _LNE_END_SEQUENCE:
@@ -56,7 +56,7 @@ def decode_rows(line: bytes, offset: int) -> list[LineRow]:
             elif sub == _LNE_SET_ADDRESS:
                 address = int.from_bytes(data[pos + 1:next_pos], "little")
             elif sub == _LNE_SET_DISCRIMINATOR:
-                discriminator, _ = _uleb(data, pos + 1)
+                discriminator, _ = uleb_at(data, pos + 1)
             elif sub == _LNE_DEFINE_FILE:
                 raise UnsupportedHeader("DW_LNE_define_file")
             pos = next_pos
@@ -64,13 +64,13 @@ def decode_rows(line: bytes, offset: int) -> list[LineRow]:
             append((address, file, row_line, is_stmt, prologue_end, False, discriminator))
             prologue_end, discriminator = False, 0
         elif opcode == _LNS_ADVANCE_PC:
-            value, pos = _uleb(data, pos)
+            value, pos = uleb_at(data, pos)
             address += step * value
         elif opcode == _LNS_ADVANCE_LINE:
-            value, pos = _sleb(data, pos)
+            value, pos = sleb_at(data, pos)
             row_line += value
         elif opcode == _LNS_SET_FILE:
-            file, pos = _uleb(data, pos)
+            file, pos = uleb_at(data, pos)
         elif opcode == _LNS_NEGATE_STMT:
             is_stmt = not is_stmt
         elif opcode == _LNS_CONST_ADD_PC:
@@ -85,7 +85,7 @@ def decode_rows(line: bytes, offset: int) -> list[LineRow]:
             # opcodes of later versions: no row register we keep; skip their
             # ULEB128 operands as the header counts them.
             for _ in range(lengths[opcode - 1]):
-                _, pos = _uleb(data, pos)
+                _, pos = uleb_at(data, pos)
     return rows
 
 
@@ -121,26 +121,4 @@ class _Header:
         self.standard_lengths = line[pos + 4:pos + 4 + self.opcode_base - 1]
         if self.line_range == 0:
             raise UnsupportedHeader("line_range 0")
-
-
-def _uleb(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _sleb(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return (value - (1 << shift) if byte & 0x40 else value), pos
 

@@ -26,6 +26,33 @@ class UnsupportedHeader(Exception):
     split units); the caller falls back to pyelftools."""
 
 
+def uleb_at(data: bytes, pos: int) -> tuple[int, int]:
+    """(ULEB128 value at `pos`, the position after it)."""
+    byte = data[pos]
+    if byte < 0x80:                      # most are one byte: no loop
+        return byte, pos + 1
+    value, shift = byte & 0x7F, 7
+    while True:
+        pos += 1
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos + 1
+        shift += 7
+
+
+def sleb_at(data: bytes, pos: int) -> tuple[int, int]:
+    """(SLEB128 value at `pos`, the position after it)."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return (value - (1 << shift) if byte & 0x40 else value), pos
+
+
 class ByteReader:
     def __init__(self, data: bytes, pos: int) -> None:
         self.data, self.pos = data, pos
@@ -36,24 +63,12 @@ class ByteReader:
         return value
 
     def uleb(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.data[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
+        value, self.pos = uleb_at(self.data, self.pos)
+        return value
 
     def sleb(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.data[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value - (1 << shift) if byte & 0x40 else value
+        value, self.pos = sleb_at(self.data, self.pos)
+        return value
 
     def cstring(self) -> bytes:
         end = self.data.index(b"\0", self.pos)
@@ -172,23 +187,31 @@ def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: byt
     return stmt_list, comp_dir
 
 
-def read_abbreviations(abbrev: bytes, offset: int) -> dict[int, tuple[int, tuple, bool]]:
+def read_abbreviations(abbrev: bytes, offset: int,
+                       until: int | None = None) -> dict[int, tuple[int, tuple, bool]]:
     """code -> (tag, ((attribute, form), ...), has_children) for the
-    abbreviation table at `offset` of .debug_abbrev (DWARF 5 section 7.5.3)."""
-    r, table = ByteReader(abbrev, offset), {}
-    while (code := r.uleb()) != 0:
-        tag = r.uleb()
-        has_children = bool(r.u(1))
+    abbreviation table at `offset` of .debug_abbrev (DWARF 5 section 7.5.3);
+    with `until`, the table read only as far as that code."""
+    data, pos, table = abbrev, offset, {}
+    while True:
+        code, pos = uleb_at(data, pos)
+        if code == 0:
+            return table
+        tag, pos = uleb_at(data, pos)
+        has_children = bool(data[pos])
+        pos += 1
         specs = []
         while True:
-            attr, form = r.uleb(), r.uleb()
+            attr, pos = uleb_at(data, pos)
+            form, pos = uleb_at(data, pos)
             if attr == 0 and form == 0:
                 break
             if form == _FORM_IMPLICIT_CONST:
-                r.uleb()                           # value lives in the abbreviation
+                _, pos = sleb_at(data, pos)        # the value lives in the abbreviation
             specs.append((attr, form))
         table[code] = (tag, tuple(specs), has_children)
-    return table
+        if code == until:
+            return table
 
 
 def attribute_at(info: bytes, start: int, pos: int, abbreviations: dict, offset_size: int,
@@ -215,7 +238,7 @@ def attribute_at(info: bytes, start: int, pos: int, abbreviations: dict, offset_
 
 
 def _abbrev_specs(abbrev: bytes, offset: int, code: int) -> list[tuple[int, int]]:
-    entry = read_abbreviations(abbrev, offset).get(code)
+    entry = read_abbreviations(abbrev, offset, until=code).get(code)
     if entry is None:
         raise UnsupportedHeader(f"abbreviation {code} not found")
     return list(entry[1])
