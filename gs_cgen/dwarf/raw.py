@@ -202,8 +202,19 @@ def read_abbreviations(abbrev: bytes, offset: int,
         pos += 1
         specs = []
         while True:
-            attr, pos = uleb_at(data, pos)
-            form, pos = uleb_at(data, pos)
+            # uleb_at inlined for the one-byte values nearly all are: this
+            # loop runs ~1k times per libpython CU and is a cold lookup's
+            # largest cost.
+            attr = data[pos]
+            if attr < 0x80:
+                pos += 1
+            else:
+                attr, pos = uleb_at(data, pos)
+            form = data[pos]
+            if form < 0x80:
+                pos += 1
+            else:
+                form, pos = uleb_at(data, pos)
             if attr == 0 and form == 0:
                 break
             if form == _FORM_IMPLICIT_CONST:
