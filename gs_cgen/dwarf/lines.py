@@ -32,9 +32,10 @@ next line: the compiler did mark statements there.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Callable, Hashable
 
-from gs_cgen.dwarf.index import LineTable, Row
+from gs_cgen.dwarf.index import DwarfIndex, LineTable, Row
 from gs_cgen.lazydataclass import dataclass
 
 
@@ -59,6 +60,27 @@ def file_rows(table: LineTable, path: str) -> FileRows:
     indexes = {i for i, p in table.files.items() if p == path}
     return FileRows(tuple(gdb_visible_rows(table, path)),
                     frozenset(r.line for r in table.rows if r.is_stmt and r.file in indexes))
+
+
+def cached_file_rows(index: DwarfIndex, cu_offset: int, path: str) -> FileRows:
+    """file_rows of the CU's line table, kept in the index cache by
+    build-id: a warm `trace FILE:LINE` then loads one file's kept rows
+    (hundreds) instead of decoding the CU's table (libpython's dictobject.c:
+    12.5k rows) and replaying gdb's filter over it."""
+    key = f"file-rows-{cu_offset}-" + hashlib.sha256(path.encode()).hexdigest()[:24]
+    found = index.cached(key, lambda plain: _file_rows_from_plain(plain, path))
+    if found is None:
+        found = file_rows(index.line_table(cu_offset), path)
+        index.store(key, (path, [tuple(r) for r in found.visible], sorted(found.statement_lines)))
+    return found
+
+
+def _file_rows_from_plain(plain, path: str) -> FileRows:
+    # The entry names the file it is for: a digest is no proof.
+    stored_path, rows, statement_lines = plain
+    if stored_path != path:
+        raise ValueError("rows of another file")
+    return FileRows(tuple(map(Row._make, rows)), frozenset(statement_lines))
 
 
 def choose_line(rows_by_cu: dict[int, FileRows], line: int) -> ChosenLine | None:

@@ -32,8 +32,8 @@ from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalV
                                  register_name)
 from gs_cgen.dwarf.relocs import copy_slot, dynamic_relocations, dynamic_symbol_names, import_slots
 from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
-from gs_cgen.dwarf.lines import (ChosenLine, FileRows, choose_line, file_rows, gdb_visible_rows,
-                                 lowest_per_block)
+from gs_cgen.dwarf.lines import (ChosenLine, FileRows, cached_file_rows, choose_line,
+                                 gdb_visible_rows, lowest_per_block)
 from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, gdb_block_at, locate_die, variable_at
 from gs_cgen.dwarf.symvers import parse_spelling
 from gs_cgen.dwarf.tls import tls_expression_bytes
@@ -513,7 +513,7 @@ class ModuleDebugInfo:
     def _rows_of(self, cu_offset: int, path: str) -> FileRows:
         key = (cu_offset, path)
         if key not in self._file_rows:
-            self._file_rows[key] = file_rows(self._dwarf.line_table(cu_offset), path)
+            self._file_rows[key] = cached_file_rows(self._dwarf, cu_offset, path)
         return self._file_rows[key]
 
     def _block_at(self, functions, pc: int):

@@ -13,6 +13,7 @@ from elftools.elf.elffile import ELFFile
 
 from gs_cgen.dwarf import cache as cache_mod
 from gs_cgen.dwarf.elf import ElfImage, _pyelftools_headers
+from gs_cgen.dwarf.lines import cached_file_rows, file_rows
 from gs_cgen.dwarf.module import ModuleDebugInfo
 from gs_cgen.dwarf.sites import inlined_cache_key, inlined_instances
 
@@ -120,6 +121,32 @@ def test_an_inlined_entry_of_another_name_is_not_used(cache_home, inlined_bin):
     fresh = ModuleDebugInfo(inlined_bin)
     assert [die.offset for die in inlined_instances(fresh._dwarf, "main")] == []
     assert [die.offset for die in inlined_instances(fresh._dwarf, "scale")] == offsets
+
+
+def test_cached_file_rows_equal_computed_ones(cache_home, inlined_bin):
+    module = ModuleDebugInfo(inlined_bin)
+    index = module._dwarf
+    path = next(p for p in index.files_by_path() if p.endswith("inlined.c"))
+    (cu,) = index.files_by_path()[path]
+    computed = file_rows(index.line_table(cu), path)
+    assert computed.visible and cached_file_rows(index, cu, path) == computed
+    assert len(list(cache_home.glob("gs-cgen/*/v*-file-rows-*.marshal"))) == 1
+    again = ModuleDebugInfo(inlined_bin)
+    assert cached_file_rows(again._dwarf, cu, path) == computed
+    assert module.find_lines("inlined.c", computed.visible[0].line) == \
+        again.find_lines("inlined.c", computed.visible[0].line)
+
+
+def test_file_rows_of_another_path_are_not_used(cache_home, inlined_bin):
+    index = ModuleDebugInfo(inlined_bin)._dwarf
+    path = next(p for p in index.files_by_path() if p.endswith("inlined.c"))
+    (cu,) = index.files_by_path()[path]
+    rows = cached_file_rows(index, cu, path)
+    for entry in cache_home.glob("gs-cgen/*/v*-file-rows-*.marshal"):
+        other = "/elsewhere/other.c"
+        index.store(entry.name.split("-", 1)[1].removesuffix(".marshal"),
+                    (other, [tuple(r) for r in rows.visible], []))
+    assert cached_file_rows(ModuleDebugInfo(inlined_bin)._dwarf, cu, path) == rows
 
 
 def test_raw_dynamic_info_equals_pyelftools(inlined_bin, symbols_lib):
