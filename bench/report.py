@@ -4,6 +4,7 @@ table per section with every tracer and its ratio."""
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 from bench import counting
 from bench.events import EventRow
@@ -30,6 +31,20 @@ def rate(value: float | None) -> str:
 
 def ratio(value: float | None, ref: float | None) -> str:
     return "-" if value is None or not ref else f"{value / ref:.2f}×"
+
+
+def paired(row, ref) -> float | None:
+    """The median over rounds of row's cost / ref's cost in the same round:
+    the tracers of one round run back to back, so a change in the machine's
+    speed between rounds cancels out (the medians of each alone do not)."""
+    if row is None or ref is None or not row.added_us or len(row.added_us) != len(ref.added_us):
+        return None
+    ratios = [a / b for a, b in zip(row.added_us, ref.added_us) if b > 0]
+    return statistics.median(ratios) if ratios else None
+
+
+def times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}×"
 
 
 def met(ok: bool | None) -> str:
@@ -73,11 +88,13 @@ class Report:
         peers = [r for name, r in rows.items() if name not in (GS, FLOOR) and r.us is not None]
         best = min(peers, key=lambda r: r.us) if peers else None
         bpf = rows.get("bpftrace")
+        to_floor, to_bpftrace = paired(gs, floor), paired(gs, bpf)
         ok = None
-        if gs_us is not None and floor_us:
-            ok = gs_us <= 1.1 * floor_us and (bpf is None or bpf.us is None or gs_us <= bpf.us)
-        return [what, f"{us(gs_us)} ({ratio(gs_us, floor_us)} floor)",
-                f"{best.tracer} {us(best.us)} ({ratio(best.us, floor_us)})" if best else "-",
+        if to_floor is not None:
+            ok = to_floor <= 1.1 and (to_bpftrace is None or to_bpftrace <= 1.0)
+        return [what, f"{us(gs_us)} ({times(to_floor)} floor"
+                      + (f", {times(to_bpftrace)} bpftrace)" if to_bpftrace is not None else ")"),
+                f"{best.tracer} {us(best.us)} ({times(paired(best, floor))})" if best else "-",
                 f"{FLOOR} {us(floor_us)}", "≤ 1.1× floor, ≤ bpftrace", met(ok)]
 
     def _ready_summary(self) -> list[str] | None:
@@ -178,7 +195,7 @@ class Report:
                                      "at an emulated instruction (`nop`)"),
             self._hit_summary("mov", "the same at an instruction the kernel single-steps (`mov`)"),
             self._ready_summary()) if r]
-        count = counting.summary_row(self.count, us, ratio, met)
+        count = counting.summary_row(self.count, us, paired, times, met)
         rows += [count] if count else []
         rows += self._python_summary() + self._info_summary() + self._events_summary()
         rows += self._growth_summary()
@@ -192,11 +209,11 @@ class Report:
         body = []
         for name, row in rows.items():
             spread = f"{min(row.added_us):.2f}–{max(row.added_us):.2f}" if row.added_us else "-"
-            body.append([name, us(row.us), spread, ratio(row.us, floor and floor.us),
-                         ratio(row.us, gs and gs.us), sec(row.ready),
+            body.append([name, us(row.us), spread, times(paired(row, floor)),
+                         times(paired(row, gs)), sec(row.ready),
                          "yes" if row.clean else "**NO**", row.failed or ""])
         return f"{title}\n\n" + table(["tracer", "µs added per hit (median)", "min–max",
-                                       "× floor", "× gs-cgen", "attach (median)",
+                                       "× floor (paired)", "× gs-cgen (paired)", "attach (median)",
                                        "nothing left behind", "failure"], body)
 
     def details(self) -> list[str]:

@@ -46,8 +46,18 @@ def test_per_hit_goal_needs_the_floor_ratio_and_bpftrace():
     report = Report(quick=True, hit={"nop": _hits(1.05, 1.2, 1.0), "mov": _hits(1.05, 1.0, 1.0)})
     nop = report._hit_summary("nop", "nop")
     mov = report._hit_summary("mov", "mov")
-    assert nop[1] == "1.05 (1.05× floor)" and nop[-1] == "yes"
+    assert nop[1] == "1.05 (1.05× floor, 0.88× bpftrace)" and nop[-1] == "yes"
     assert mov[-1] == "**no**"          # within 1.1x the floor but above bpftrace
+
+
+def test_per_hit_ratios_pair_the_tracers_of_one_round():
+    # The machine is twice as slow in rounds 3-5: every tracer's median is
+    # a slow round's, at different points; the per-round ratios all say 1.05.
+    rows = {"gs-cgen": HitRow("gs-cgen", [1.05, 1.05, 2.1, 2.1, 2.1]),
+            "bpftrace": HitRow("bpftrace", [1.1, 1.1, 2.2, 2.2, 2.2]),
+            "BCC empty program": HitRow("BCC empty program", [1.0, 1.0, 2.0, 2.0, 2.0])}
+    nop = Report(quick=True, hit={"nop": rows})._hit_summary("nop", "nop")
+    assert nop[1] == "2.10 (1.05× floor, 0.95× bpftrace)" and nop[-1] == "yes"
 
 
 def test_events_goal_needs_exact_accounting():
