@@ -3,6 +3,7 @@
 building a variable's type never walks more of the CU than it needs."""
 from __future__ import annotations
 
+from gs_cgen.dwarf.raw import uleb_at
 from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType, FloatFormat,
                                  FloatType, FunctionType, IntType, PointerType, QualifiedType,
                                  StructMember, StructType, TypedefType, VectorType, VoidType,
@@ -168,7 +169,7 @@ def _member_offset(die) -> int:
     # DWARF 2 style: an expression, in practice [DW_OP_plus_uconst N].
     expr = list(attr.value)
     if expr and expr[0] == 0x23:
-        return _uleb(expr[1:])
+        return uleb_at(bytes(expr), 1)[0]
     return 0
 
 
@@ -192,16 +193,6 @@ def _variable_bound(die) -> bool:
 
 def _storage_size(ctype: CType) -> int:
     return getattr(strip(ctype), "size", 0) or 0
-
-
-def _uleb(data: list[int]) -> int:
-    value = shift = 0
-    for byte in data:
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            break
-    return value
 
 
 def _name(die) -> str | None:

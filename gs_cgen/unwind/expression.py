@@ -8,6 +8,7 @@ breg, lit, and, ge, shl and plus; glibc's signal trampoline uses breg and
 deref."""
 from __future__ import annotations
 
+from gs_cgen.dwarf.raw import sleb_at, uleb_at
 from gs_cgen.unwind.model import Registers, StackCopy
 
 _MASK = (1 << 64) - 1
@@ -37,30 +38,6 @@ def evaluate(code: bytes, registers: Registers, stack: StackCopy,
     if not machine.stack:
         raise UnsupportedOperation("the expression leaves an empty stack")
     return machine.stack[-1] & _MASK
-
-
-def _uleb(code: bytes, at: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = code[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
-
-
-def _sleb(code: bytes, at: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = code[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            if byte & 0x40:
-                value -= 1 << shift
-            return value, at
 
 
 def _signed(value: int) -> int:
@@ -101,26 +78,26 @@ class _Machine:
         if 0x30 <= op <= 0x4F:                              # DW_OP_lit<n>
             stack.append(op - 0x30)
         elif 0x70 <= op <= 0x8F:                            # DW_OP_breg<n> sleb
-            offset, at = _sleb(code, at)
+            offset, at = sleb_at(code, at)
             stack.append(self.register(op - 0x70) + offset)
         elif 0x50 <= op <= 0x6F:                            # DW_OP_reg<n> (a value, here)
             stack.append(self.register(op - 0x50))
         elif op == 0x92:                                    # DW_OP_bregx uleb sleb
-            number, at = _uleb(code, at)
-            offset, at = _sleb(code, at)
+            number, at = uleb_at(code, at)
+            offset, at = sleb_at(code, at)
             stack.append(self.register(number) + offset)
         elif op in _CONSTANTS:
             size, signed = _CONSTANTS[op]
             stack.append(int.from_bytes(code[at:at + size], "little", signed=signed))
             at += size
         elif op == 0x10:                                    # DW_OP_constu
-            value, at = _uleb(code, at)
+            value, at = uleb_at(code, at)
             stack.append(value)
         elif op == 0x11:                                    # DW_OP_consts
-            value, at = _sleb(code, at)
+            value, at = sleb_at(code, at)
             stack.append(value)
         elif op == 0x23:                                    # DW_OP_plus_uconst
-            value, at = _uleb(code, at)
+            value, at = uleb_at(code, at)
             stack.append(stack.pop() + value)
         elif op in _BINARY:
             b, a = stack.pop() & _MASK, stack.pop() & _MASK
