@@ -340,6 +340,21 @@ class VariableKind(Enum):
 
 
 @dataclass(frozen=True)
+class ArrayBound:
+    """How one dimension of a C99 variable-length array is sized at a PC
+    (DW_AT_upper_bound or DW_AT_count of its DW_TAG_subrange_type, DWARF 5
+    section 5.13). `computed`: the attribute is an expression whose result
+    is the bound, so the bound is the address `location` describes (gcc
+    -O0: DW_OP_fbreg -64; DW_OP_deref); else a variable (gcc's artificial
+    one) holds it, and the bound is that variable's value."""
+
+    location: "VariableLocation"
+    lower: int
+    is_count: bool                 # DW_AT_count: the number of elements, not the last index
+    computed: bool
+
+
+@dataclass(frozen=True)
 class VisibleVariable:
     """A parameter or local in scope at a PC, innermost scope first."""
 

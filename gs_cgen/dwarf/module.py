@@ -26,7 +26,7 @@ from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
 from gs_cgen.dwarf.plt import PltStubs, in_plt_section, plt_stubs
-from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable,
+from gs_cgen.dwarf.model import (ArrayBound, CodeLocation, FrameScope, FunctionSite, GlobalVariable,
                                  IfuncSymbol, LineSite, LoadSegment, OptimizedOut, ThreadLocal,
                                  TlsSegment, UnsupportedLocation, VariableLocation, VisibleVariable,
                                  register_name)
@@ -34,7 +34,8 @@ from gs_cgen.dwarf.relocs import copy_slot, dynamic_relocations, dynamic_symbol_
 from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
 from gs_cgen.dwarf.lines import (ChosenLine, FileRows, cached_file_rows, choose_line,
                                  gdb_visible_rows, lowest_per_block)
-from gs_cgen.dwarf.scopes import ScopeContext, frame_scope, gdb_block_at, locate_die, variable_at
+from gs_cgen.dwarf.scopes import (ScopeContext, array_bound, frame_scope, gdb_block_at, locate_die,
+                                  variable_at)
 from gs_cgen.dwarf.symvers import parse_spelling
 from gs_cgen.dwarf.tls import tls_expression_bytes
 from gs_cgen.dwarf.sites import (covering_line, function_probe_address, inlined_instances,
@@ -563,17 +564,22 @@ class ModuleDebugInfo:
             raise DebugInfoError(f"no function with debug info covers address 0x{pc:x}")
         return hit
 
+    def array_bound(self, bound_die: int, pc: int) -> ArrayBound | None:
+        """How the VLA dimension of subrange DIE `bound_die`
+        (ArrayType.bound_die) is sized at `pc`, located as variables_at
+        locates variables there; None when its form is not one read here."""
+        hit = self._function_hit(pc)
+        function = self._dwarf.die_at(hit[1].die_offset)
+        bound = array_bound(self._scope_context, function, self._dwarf.die_at(bound_die), pc)
+        if bound is None:
+            return None
+        location = self._location_resolver(hit, pc).resolve(bound.location)
+        return bound if location is bound.location else dataclasses.replace(bound, location=location)
+
     def _resolved(self, hit, pc: int, found) -> list[VisibleVariable]:
         """What scopes.py cannot decide alone, decided with the ELF file
         (dwarf/resolve.py)."""
-        function = hit[1]
-        die = self._dwarf.die_at(function.die_offset)
-        resolver = LocationResolver(ResolveContext(
-            elf=self._elf, ranges=function.ranges, cu_offset=die.cu.cu_offset,
-            call_sites=lambda: calls_to(self._dwarf, die), cfa=lambda: self._cfa_at(pc),
-            saved_registers=lambda: self._frames.saved_registers_at(pc),
-            locate_die=lambda offset: locate_die(self._scope_context, die,
-                                                 self._dwarf.die_at(offset), pc)))
+        resolver = self._location_resolver(hit, pc)
         out = []
         for variable in found:
             location = resolver.resolve(variable.location)
@@ -582,6 +588,16 @@ class ModuleDebugInfo:
             out.append(variable if location is variable.location
                        else dataclasses.replace(variable, location=location))
         return out
+
+    def _location_resolver(self, hit, pc: int) -> LocationResolver:
+        function = hit[1]
+        die = self._dwarf.die_at(function.die_offset)
+        return LocationResolver(ResolveContext(
+            elf=self._elf, ranges=function.ranges, cu_offset=die.cu.cu_offset,
+            call_sites=lambda: calls_to(self._dwarf, die), cfa=lambda: self._cfa_at(pc),
+            saved_registers=lambda: self._frames.saved_registers_at(pc),
+            locate_die=lambda offset: locate_die(self._scope_context, die,
+                                                 self._dwarf.die_at(offset), pc)))
 
     def _thread_local(self, location: ThreadLocal) -> VariableLocation:
         # ld leaves the offset of a discarded object too: it must be in PT_TLS.

@@ -50,7 +50,7 @@ from typing import Callable
 
 from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader, frame_base_from_ops, frame_base_label
-from gs_cgen.dwarf.model import (FrameScope, LocationForm, OptimizedOut, UnsupportedLocation,
+from gs_cgen.dwarf.model import (ArrayBound, FrameScope, LocationForm, OptimizedOut, UnsupportedLocation,
                                  VariableKind, VisibleVariable)
 from gs_cgen.dwarf.typebuild import TypeBuilder
 from gs_cgen.lazydataclass import dataclass
@@ -280,6 +280,35 @@ def _variable(ctx: ScopeContext, die, pc: int, frame_base: "_FrameBase",
         origin=origin,
         scope=scope,
     )
+
+
+def array_bound(ctx: ScopeContext, function_die, subrange_die, pc: int) -> ArrayBound | None:
+    """Where the bound of a VLA dimension is at `pc` in `function_die`'s
+    frame; None for a bound in a form this does not read."""
+    attrs = subrange_die.attributes
+    name = "DW_AT_count" if "DW_AT_count" in attrs else "DW_AT_upper_bound"
+    attr = attrs.get(name)
+    if attr is None:
+        return None
+    if attr.form.startswith("DW_FORM_ref") and attr.form != "DW_FORM_ref_addr":
+        located, computed = ctx.index.die_at(attr.value + subrange_die.cu.cu_offset), False
+    elif attr.form == "DW_FORM_exprloc":
+        located, computed = _BoundExpression(subrange_die, attr), True
+    else:
+        return None
+    location, _ = ctx.locations.locate(located, pc, *_locate_args(_FrameBase(ctx, function_die, pc)))
+    lower = attrs.get("DW_AT_lower_bound")
+    return ArrayBound(location, lower.value if lower is not None and isinstance(lower.value, int)
+                      else 0, name == "DW_AT_count", computed)
+
+
+class _BoundExpression:
+    """A subrange's bound expression, located as a variable's DW_AT_location
+    is (LocationReader reads `attributes` and `cu`)."""
+
+    def __init__(self, subrange_die, attr) -> None:
+        self.attributes = {"DW_AT_location": attr}
+        self.cu, self.offset, self.tag = subrange_die.cu, subrange_die.offset, subrange_die.tag
 
 
 class _FrameBase:

@@ -123,7 +123,7 @@ class TypeBuilder:
         # int m[2][3] is one DIE with two subranges; the last is innermost.
         for subrange, count in reversed(list(zip(ranges, counts)) or [(None, None)]):
             variable = count is None and subrange is not None and _variable_bound(subrange)
-            ctype = ArrayType(ctype, count, variable)
+            ctype = ArrayType(ctype, count, variable, subrange.offset if variable else None)
         return ctype
 
 

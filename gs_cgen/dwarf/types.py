@@ -149,8 +149,10 @@ class ArrayType:
     element: "CType"
     count: int | None         # None: flexible / unknown bound
     # A C99 VLA: the bound is computed at run time (a DWARF expression or a
-    # variable), so `count` is None but the array is not empty.
+    # variable), so `count` is None but the array is not empty; `bound_die`
+    # is the DW_TAG_subrange_type saying how (ModuleDebugInfo.array_bound).
     variable_length: bool = False
+    bound_die: int | None = None
 
     @property
     def size(self) -> int:

@@ -33,7 +33,8 @@ from gs_cgen.plan import ir
 from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
                                  CompositeCapture, DumpCapture, EntryCapture, IfStep,
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
-                                ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot)
+                                ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot,
+                                VariableArrayCapture)
 
 
 @dataclass(frozen=True)
@@ -351,7 +352,8 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
                 w.line(f"if (bpf_probe_read_kernel(ev + {slot.offset}, "
                        f"{SLOT_HEADER_BYTES + slot.size}, gs_rec + {source}))")
                 w.line(f"    {{ gs_st = GS_STATUS_READ_ERROR; goto {fail}; }}")
-            case DumpCapture(address=a, length=n, cap=cap):
+            case DumpCapture(address=a, length=n, cap=cap) | \
+                    VariableArrayCapture(address=a, length=n, cap=cap):
                 length = emit_scalar(w, n, fail)
                 w.line(f"gs_read_dump({where}, {cap}, {emit_scalar(w, a, fail)}, "
                        f"(__s64){length});")

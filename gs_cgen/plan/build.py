@@ -25,7 +25,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
                                 SlotRef, Step, StringCapture, THREAD_POINTER_NOT_READ,
-                                ThreadPointer, ValueSlot, module_cookie)
+                                ThreadPointer, ValueSlot, VariableArrayCapture, module_cookie)
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
 from gs_cgen.plan.sites import place_probe, resolve_sites
@@ -262,11 +262,7 @@ class _ProbeBuilder:
                 return ScalarCapture(v, t), 8
         ctype = place.ctype
         if getattr(strip(ctype), "variable_length", False) and kind is not ast.FormatKind.POINTER:
-            # Its length is computed at run time: printed as [] it would be
-            # a plausible wrong value.
-            return NoCapture(ctype, "unsupported: a variable-length array (its length is "
-                             "computed at run time); print its elements ([0], [1], ...) or "
-                             "dump it ({:x.N})", False), 0
+            return self._variable_array(place, ctype, expr)
         if isinstance(strip(ctype), PointerType) and arith.is_string_type(ctype) \
                 and kind is not ast.FormatKind.POINTER:
             pointer, _ = self.exprs.value(place, expr)
@@ -277,6 +273,15 @@ class _ProbeBuilder:
         cap = self.options.mem_dump_cap if arith.is_string_type(ctype) \
             else object_cap(self.options.transport)
         return MemoryCapture(place.address, ctype, min(size, cap)), min(size, cap)
+
+    def _variable_array(self, place: ir.Place, ctype, expr: ast.Expr) -> tuple[Capture, int]:
+        """A VLA: its length computed at run time, never `[]` (a plausible
+        wrong value) nor its declared bound of none."""
+        length = self.exprs.variable_array_bytes(strip(ctype), expr)
+        if isinstance(length, ir.Fail):
+            return NoCapture(ctype, length.reason, False), 0
+        cap = object_cap(self.options.transport)
+        return VariableArrayCapture(place.address, length, cap, ctype), cap
 
     def _string(self, pointer: ir.Scalar, ctype) -> tuple[StringCapture, int]:
         """Up to cap characters; the probe reads cap + 2 bytes so a string of
@@ -361,13 +366,15 @@ class _ProbeBuilder:
 
 def _reducible(capture: Capture) -> bool:
     """A value that reads fine in fewer bytes (then shows `<truncated>`)."""
-    return isinstance(capture, (MemoryCapture, StringCapture))
+    return isinstance(capture, (MemoryCapture, StringCapture, VariableArrayCapture))
 
 
 def _bounded(capture: Capture, size: int) -> Capture:
     """`capture` reading `size` bytes (bound_sizes chose it)."""
     if isinstance(capture, MemoryCapture) and size < capture.size:
         return dataclasses.replace(capture, size=size)
+    if isinstance(capture, VariableArrayCapture) and size < capture.cap:
+        return dataclasses.replace(capture, cap=size)
     if isinstance(capture, StringCapture) and size < capture.cap + 2:
         return dataclasses.replace(capture, cap=size - 2)    # the probe reads cap + 2
     return capture

@@ -143,6 +143,32 @@ class ExprPlanner:
                                   lambda offset, t: self._thread_local_place(offset, t, owner))
         return planner.place(location, ctype)
 
+    def variable_array_bytes(self, array: ArrayType, expr: ast.Expr) -> ir.Scalar:
+        """The size in bytes of the C99 variable-length array `array` at the
+        probe, computed there from its DWARF bound (ModuleDebugInfo.array_bound);
+        an ir.Fail with the reason when it cannot be."""
+        element = strip(array.element)
+        if array.bound_die is None or getattr(element, "variable_length", False) \
+                or not type_size(element):
+            return ir.Fail("GS_STATUS_UNAVAILABLE", "unsupported: a variable-length array whose "
+                           "elements have no fixed size; print its elements ([0], [1], ...)")
+        try:
+            bound = self.module.array_bound(array.bound_die, self.probe_address)
+        except DebugInfoError as exc:
+            return ir.Fail("GS_STATUS_UNAVAILABLE", exc.message)
+        if bound is None:
+            return ir.Fail("GS_STATUS_UNAVAILABLE", "unsupported: a variable-length array "
+                           "bound in this DWARF form")
+        place = self.location_place(bound.location, arith.ULONG)
+        if bound.computed and isinstance(place, ir.MemoryPlace):
+            value = place.address                 # the expression's result is the bound
+        else:
+            value, _ = self.value(place, expr)
+        if isinstance(value, ir.Fail):
+            return ir.Fail(value.status, f"its length is unknown here: {value.reason}")
+        count = value if bound.is_count else ir.BinaryOp("+", value, ir.Const(1 - bound.lower), False)
+        return ir.BinaryOp("*", count, ir.Const(type_size(element)), False)
+
     def _thread_local_place(self, offset: int, ctype: CType, owner) -> ir.Place:
         """A __thread object: `offset` into `owner`'s TLS block of the
         thread that hit the probe (DESIGN.md "Static TLS")."""

@@ -154,6 +154,18 @@ class DumpCapture:
 
 
 @dataclass(frozen=True)
+class VariableArrayCapture:
+    """A C99 variable-length array printed whole: `length` bytes computed in
+    the probe from the array's DWARF bound (clamped to `cap`, as a dump), then
+    shown as that many elements of `ctype`."""
+
+    address: Scalar
+    length: Scalar
+    cap: int
+    ctype: CType
+
+
+@dataclass(frozen=True)
 class NoCapture:
     """Nothing to read: renders `<OPTIMIZED_OUT>` or `<error: reason>`."""
 
@@ -236,8 +248,8 @@ class EntryCapture:
         return getattr(self.original, "ctype", None)
 
 
-Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | NoCapture
-           | CompositeCapture | KnownBytesCapture | ConditionCapture | BacktraceCapture
+Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | VariableArrayCapture
+           | NoCapture | CompositeCapture | KnownBytesCapture | ConditionCapture | BacktraceCapture
            | EntryCapture)
 
 
@@ -248,7 +260,7 @@ def capture_scalars(capture: Capture) -> tuple[Scalar, ...]:
             return (v,)
         case MemoryCapture(address=a):
             return (a,)
-        case DumpCapture(address=a, length=n):
+        case DumpCapture(address=a, length=n) | VariableArrayCapture(address=a, length=n):
             return (a, n)
         case StringCapture(pointer=p):
             return (p,)

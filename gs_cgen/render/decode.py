@@ -15,7 +15,8 @@ from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith
 from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DumpCapture,
                                 EntryCapture, KnownBytesCapture, MemoryCapture, NoCapture,
-                                ProbePlan, ScalarCapture, StringCapture, ValueSlot)
+                                ProbePlan, ScalarCapture, StringCapture, ValueSlot,
+                                VariableArrayCapture)
 
 
 class ValueStatus(Enum):
@@ -145,6 +146,10 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             return values.decode_cstring(ctype, address, text, length >= cap + 2)
         case DumpCapture(cap=cap):
             return Dump(data[:min(length, cap)], length > cap)
+        case VariableArrayCapture(ctype=ctype, cap=cap):
+            # as many elements as the probe found it has (at most cap bytes)
+            return values.decode_object(ctype, data[:min(length, cap)], length > cap,
+                                        address=address)
         case ConditionCapture():
             return None
         case BacktraceCapture():

@@ -1,11 +1,16 @@
-"""Variable-length arrays: their elements equal gdb's, and the whole array
-is an explicit error, never `[]` (gdb prints `{0, 7, 14}`: an empty list
-would be a plausible wrong value)."""
+"""Variable-length arrays: printed whole, their elements are gdb's (gdb
+prints `{0, 7, 14}` and `"abc"`), with the length read at run time from the
+DWARF bound (a frame slot at -O0; a register expression and an artificial
+variable's location list at -O2), never `[]`; their elements one by one
+too, and in JSON."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+
+import pytest
 
 from tests.live.conftest import compile_fixture, gs_cgen, marker_line
 from tests.prerequisites import require
@@ -20,9 +25,10 @@ def gdb_values(binary, line: int) -> tuple[list[int], str]:
     return [int(v) for v in vla.split(",")], name
 
 
-def test_vla_elements_are_gdbs_and_the_whole_array_is_an_error(build_dir, start_target):
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_vla_whole_and_elements_are_gdbs(build_dir, start_target, opt):
     require(None if shutil.which("gdb") else "gdb is not installed")
-    binary = compile_fixture(build_dir, "vla.c")
+    binary = compile_fixture(build_dir, "vla.c", f"-g {opt} -fPIE -pie", f"vla{opt}")
     line = marker_line("vla.c", "vla")
     vla, name = gdb_values(binary, line)
     assert len(vla) == len(name) == 3
@@ -33,7 +39,19 @@ def test_vla_elements_are_gdbs_and_the_whole_array_is_an_error(build_dir, start_
                      "--output", "plain")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    for whole in lines[:2]:
-        assert "<error: unsupported: a variable-length array" in whole, whole
+    assert lines[:2] == [f"vla = [{', '.join(map(str, vla))}]", f'name = "{name}"']
     assert lines[2:] == [text for i in range(3)
                          for text in (f"vla[{i}] = {vla[i]}", f"name[{i}] = {ord(name[i])}")]
+
+
+def test_vla_in_json(build_dir, start_target):
+    require(None if shutil.which("gdb") else "gdb is not installed")
+    binary = compile_fixture(build_dir, "vla.c", "-g -O0 -fPIE -pie", "vla-O0")
+    line = marker_line("vla.c", "vla")
+    vla, _ = gdb_values(binary, line)
+    target = start_target(binary)
+    result = gs_cgen("trace", "-p", str(target.pid), "-s", f"trace vla.c:{line} {{ print vla; }}",
+                     "--max-events", "1", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    (value,) = json.loads(result.stdout.splitlines()[0])["values"]
+    assert value["value"] == vla and value["status"] == "ok"

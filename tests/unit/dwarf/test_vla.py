@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gs_cgen.dwarf import open_module
+from gs_cgen.dwarf.model import OptimizedOut, UnsupportedLocation
 from gs_cgen.dwarf.types import ArrayType, PointerType, StructType, strip
 from tests.prerequisites import require
 
@@ -39,3 +40,19 @@ def test_vla_is_variable_length_flexible_member_is_not(vla_binary):
     assert isinstance(struct, StructType)
     items = strip(next(m.type for m in struct.members if m.name == "items"))
     assert isinstance(items, ArrayType) and items.count is None and not items.variable_length
+
+
+def test_vla_bound_is_located_at_the_pc(vla_binary):
+    """Each VLA names the subrange holding its bound, and array_bound says
+    where that is at the marked line: an expression whose result is the
+    bound (computed) or a variable holding it, never nothing."""
+    module = open_module(vla_binary)
+    line = next(n for n, text in enumerate(FIXTURE.read_text().splitlines(), 1)
+                if "LINE:vla" in text)
+    (site,) = module.find_lines("vla.c", line)
+    found = {v.name: strip(v.type) for v in module.variables_at(site.address)}
+    for name in ("vla", "name"):
+        bound = module.array_bound(found[name].bound_die, site.address)
+        assert bound is not None and bound.lower == 0 and not bound.is_count
+        assert not isinstance(bound.location, (OptimizedOut, UnsupportedLocation)), bound
+    assert found["vla"].bound_die != found["name"].bound_die
