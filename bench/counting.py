@@ -3,8 +3,9 @@ gs-cgen's `count calls;` adds to the target, beside bpftrace's
 `@calls = count();` and the BCC empty program (the floor), at the same
 instruction of target.c's hot loop (the emulated `nop`), measured as the
 per-hit rows are (bench/hit.py: rounds interleave the tracers, median of
-(traced - untraced) / N; ratios are medians of per-round ratios). Each tracer prints its map when stopped; the
-bench reads nothing while the loop is timed."""
+(traced - untraced) / N; ratios are medians of per-round ratios). Each
+tracer prints its map when stopped; the bench reads nothing while the loop
+is timed."""
 from __future__ import annotations
 
 from bench import hit

@@ -213,7 +213,8 @@ class Report:
                          times(paired(row, gs)), sec(row.ready),
                          "yes" if row.clean else "**NO**", row.failed or ""])
         return f"{title}\n\n" + table(["tracer", "µs added per hit (median)", "min–max",
-                                       "× floor (paired)", "× gs-cgen (paired)", "attach (median)",
+                                       "× floor (paired)", "× gs-cgen (paired)",
+                                       "attach (median)",
                                        "nothing left behind", "failure"], body)
 
     def details(self) -> list[str]:

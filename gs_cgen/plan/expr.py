@@ -166,7 +166,8 @@ class ExprPlanner:
             value, _ = self.value(place, expr)
         if isinstance(value, ir.Fail):
             return ir.Fail(value.status, f"its length is unknown here: {value.reason}")
-        count = value if bound.is_count else ir.BinaryOp("+", value, ir.Const(1 - bound.lower), False)
+        count = value if bound.is_count else \
+            ir.BinaryOp("+", value, ir.Const(1 - bound.lower), False)
         return ir.BinaryOp("*", count, ir.Const(type_size(element)), False)
 
     def _thread_local_place(self, offset: int, ctype: CType, owner) -> ir.Place:
