@@ -34,8 +34,9 @@ def decode_rows(line: bytes, offset: int) -> list[LineRow]:
     base, line_base, line_range = header.opcode_base, header.line_base, header.line_range
     step, lengths = header.min_inst_length, header.standard_lengths
     const_add = step * ((255 - base) // line_range)
-    default_is_stmt = header.default_is_stmt
-    address, file, row_line, is_stmt, prologue_end, discriminator = 0, 1, 1, default_is_stmt, False, 0
+    # address, file, line, is_stmt, prologue_end, discriminator: at the start of each sequence
+    initial = (0, 1, 1, header.default_is_stmt, False, 0)
+    address, file, row_line, is_stmt, prologue_end, discriminator = initial
     while pos < end:
         opcode = data[pos]
         pos += 1
@@ -51,8 +52,7 @@ def decode_rows(line: bytes, offset: int) -> list[LineRow]:
             sub = data[pos] if size else None
             if sub == _LNE_END_SEQUENCE:
                 append((address, file, row_line, False, prologue_end, True, discriminator))
-                address, file, row_line, is_stmt, prologue_end, discriminator = \
-                    0, 1, 1, default_is_stmt, False, 0
+                address, file, row_line, is_stmt, prologue_end, discriminator = initial
             elif sub == _LNE_SET_ADDRESS:
                 address = int.from_bytes(data[pos + 1:next_pos], "little")
             elif sub == _LNE_SET_DISCRIMINATOR:

@@ -574,7 +574,9 @@ class ModuleDebugInfo:
         if bound is None:
             return None
         location = self._location_resolver(hit, pc).resolve(bound.location)
-        return bound if location is bound.location else dataclasses.replace(bound, location=location)
+        if location is not bound.location:
+            bound = dataclasses.replace(bound, location=location)
+        return bound
 
     def _resolved(self, hit, pc: int, found) -> list[VisibleVariable]:
         """What scopes.py cannot decide alone, decided with the ELF file

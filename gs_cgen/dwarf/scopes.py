@@ -50,8 +50,8 @@ from typing import Callable
 
 from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader, frame_base_from_ops, frame_base_label
-from gs_cgen.dwarf.model import (ArrayBound, FrameScope, LocationForm, OptimizedOut, UnsupportedLocation,
-                                 VariableKind, VisibleVariable)
+from gs_cgen.dwarf.model import (ArrayBound, FrameScope, LocationForm, OptimizedOut,
+                                 UnsupportedLocation, VariableKind, VisibleVariable)
 from gs_cgen.dwarf.typebuild import TypeBuilder
 from gs_cgen.lazydataclass import dataclass
 
@@ -296,10 +296,11 @@ def array_bound(ctx: ScopeContext, function_die, subrange_die, pc: int) -> Array
         located, computed = _BoundExpression(subrange_die, attr), True
     else:
         return None
-    location, _ = ctx.locations.locate(located, pc, *_locate_args(_FrameBase(ctx, function_die, pc)))
+    frame_base = _FrameBase(ctx, function_die, pc)
+    location, _ = ctx.locations.locate(located, pc, *_locate_args(frame_base))
     lower = attrs.get("DW_AT_lower_bound")
-    return ArrayBound(location, lower.value if lower is not None and isinstance(lower.value, int)
-                      else 0, name == "DW_AT_count", computed)
+    lowest = lower.value if lower is not None and isinstance(lower.value, int) else 0
+    return ArrayBound(location, lowest, name == "DW_AT_count", computed)
 
 
 class _BoundExpression:
