@@ -22,10 +22,16 @@ from gs_cgen.dwarf.abbrev import FastAbbreviations
 from gs_cgen.dwarf.cache import IndexCache
 from gs_cgen.dwarf.lineprogram import decode_rows
 from gs_cgen.dwarf.raw import (UnsupportedHeader, read_abbreviations, read_cu_line_info,
-                              read_file_tables, read_top_level_names)
+                              read_file_tables, read_top_level_dies, read_top_level_names)
 from gs_cgen.dwarf.raw import attribute_at as raw_attribute_at
 from gs_cgen.lazydataclass import dataclass
 
+# The raw read of top-level functions (_read_functions_raw).
+_SUBPROGRAM = frozenset({0x2E})
+_AT_NAME, _AT_LOW_PC, _AT_HIGH_PC, _AT_RANGES = 0x03, 0x11, 0x12, 0x55
+_FUNCTION_ATTRIBUTES = (_AT_NAME, _AT_LOW_PC, _AT_HIGH_PC, _AT_RANGES)
+_FORM_ADDR = 0x01
+_HIGH_PC_FORMS = (_FORM_ADDR, 0x0B, 0x05, 0x06, 0x07, 0x0F)       # addr, data1/2/4/8, udata
 _ADDRESS_FORMS = ("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
                   "DW_FORM_addrx3", "DW_FORM_addrx4")
 
@@ -120,6 +126,9 @@ class DwarfIndex:
         self._lines: dict[int, LineTable] = {}
         self._file_maps: dict[int, dict[int, str]] = {}
         self._file_maps_loaded = False
+        # (comp dir, directory, name) -> path: libpython's 146 CUs name the
+        # same headers ~8.5k times.
+        self._joined_paths: dict[tuple, str] = {}
         self._abbrev_tables: dict[int, tuple] = {}
         self._files_by_path: dict[str, list[int]] | None = None
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
@@ -310,15 +319,18 @@ class DwarfIndex:
         dirs = [_text(d) for d in dirs]
         if version < 5:
             dirs = [comp_dir] + dirs      # DWARF 4: directory 0 is the CU's comp_dir
-        out = {}
+        out, joined = {}, self._joined_paths
         for i, (name, dir_index) in enumerate(files):
             index = i if version >= 5 else i + 1    # DWARF 4 file numbers start at 1
             d = dirs[dir_index] if dir_index < len(dirs) else ""
             # Directory 0 is the comp dir itself (DWARF 5 6.2.4.1): joining
             # it to DW_AT_comp_dir again doubles a relative one (glibc's
             # "./malloc" became "malloc/malloc/malloc.c").
-            base = "" if d == comp_dir else comp_dir
-            out[index] = os.path.normpath(os.path.join(base, d, _text(name)))
+            key = ("" if d == comp_dir else comp_dir, d, name)
+            path = joined.get(key)
+            if path is None:
+                path = joined[key] = os.path.normpath(os.path.join(key[0], d, _text(name)))
+            out[index] = path
         return out
 
     def _cu_line_info(self, cu_offset: int) -> tuple[int | None, str]:
@@ -392,15 +404,42 @@ class DwarfIndex:
         return self._functions[cu_offset]
 
     def _read_functions(self, cu_offset: int) -> tuple[FunctionEntry, ...]:
-        top = self.cu_at(cu_offset).get_top_DIE()
-        found = []
-        for die in top.iter_children():
-            if die.tag == "DW_TAG_subprogram":
-                ranges = tuple(self.die_ranges(die))
-                if ranges:
-                    found.append(FunctionEntry(die_name(die), ranges, die.offset))
+        try:
+            found = self._read_functions_raw(cu_offset)
+        except (UnsupportedHeader, IndexError, ValueError, struct.error):
+            top = self.cu_at(cu_offset).get_top_DIE()       # forms the raw reader lacks
+            found = [self._function_entry(die) for die in top.iter_children()
+                     if die.tag == "DW_TAG_subprogram"]
+        found = [f for f in found if f is not None]
         found.sort(key=lambda f: f.ranges[0][0])
         return tuple(found)
+
+    def _read_functions_raw(self, cu_offset: int) -> list[FunctionEntry | None]:
+        """The CU's top-level subprograms from the raw bytes (pyelftools
+        parses every DIE: ~40 ms for a libpython CU). A DIE whose name or
+        addresses take more than a plain read (DW_AT_ranges, an inherited
+        name, an address index) is handed to pyelftools alone."""
+        info = self.dwarfinfo
+        dies = read_top_level_dies(
+            self.info_bytes(), self.section_data(info.debug_abbrev_sec), cu_offset,
+            self.section_data(info.debug_str_sec), self.section_data(info.debug_line_str_sec),
+            _SUBPROGRAM, _FUNCTION_ATTRIBUTES)
+        found = []
+        for offset, _, attrs in dies:
+            name, low, high = attrs.get(_AT_NAME), attrs.get(_AT_LOW_PC), attrs.get(_AT_HIGH_PC)
+            if _AT_RANGES in attrs or name is None or not isinstance(name[1], bytes) or \
+                    (low is not None and low[0] != _FORM_ADDR) or \
+                    (high is not None and high[0] not in _HIGH_PC_FORMS):
+                found.append(self._function_entry(self.die_at(offset)))
+            elif low is not None and high is not None:
+                end = high[1] if high[0] == _FORM_ADDR else low[1] + high[1]
+                if 0 < low[1] < end:         # pc_bounds: what gdb keeps
+                    found.append(FunctionEntry(_text(name[1]), ((low[1], end),), offset))
+        return found
+
+    def _function_entry(self, die) -> FunctionEntry | None:
+        ranges = tuple(self.die_ranges(die))
+        return FunctionEntry(die_name(die), ranges, die.offset) if ranges else None
 
     def function_at(self, address: int):
         """(CU, FunctionEntry) whose ranges cover `address`, or None."""

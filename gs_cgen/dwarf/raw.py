@@ -19,6 +19,11 @@ _DW_LNCT_DIRECTORY_INDEX = 0x2
 _FIXED_FORMS = {0x0B: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x1E: 16}
 _FORM_STRING, _FORM_LINE_STRP, _FORM_STRP = 0x08, 0x1F, 0x0E
 _FORM_UDATA, _FORM_BLOCK, _FORM_SDATA = 0x0F, 0x09, 0x0D
+# GCC's DWARF 5 entry formats: directories by path, files by path and
+# directory index.
+_GCC_DIRECTORIES = ((_DW_LNCT_PATH, _FORM_LINE_STRP),)
+_GCC_FILES = ((_DW_LNCT_PATH, _FORM_LINE_STRP), (_DW_LNCT_DIRECTORY_INDEX, _FORM_UDATA))
+_U32 = struct.Struct("<I")
 
 
 class UnsupportedHeader(Exception):
@@ -97,10 +102,8 @@ def read_file_tables(line: bytes, offset: int, line_str: bytes, debug_str: bytes
     if version < 5:
         return version, *_v4_tables(r)
     strings = {_FORM_LINE_STRP: line_str, _FORM_STRP: debug_str}
-    dirs = [_entry_path(e) for e in _v5_entries(r, offset_size, strings)]
-    files = [(_entry_path(e), e.get(_DW_LNCT_DIRECTORY_INDEX, 0))
-             for e in _v5_entries(r, offset_size, strings)]
-    return version, dirs, files
+    dirs = [path for path, _ in _v5_entries(r, offset_size, strings)]
+    return version, dirs, _v5_entries(r, offset_size, strings)
 
 
 def _v4_tables(r: ByteReader):
@@ -115,12 +118,35 @@ def _v4_tables(r: ByteReader):
     return dirs, files
 
 
-def _v5_entries(r: ByteReader, offset_size: int, strings: dict[int, bytes]):
-    formats = [(r.uleb(), r.uleb()) for _ in range(r.u(1))]
+def _v5_entries(r: ByteReader, offset_size: int, strings: dict[int, bytes]) -> list[tuple]:
+    """[(path, directory index)] of a DWARF 5 directory or file table."""
+    formats = tuple((r.uleb(), r.uleb()) for _ in range(r.u(1)))
+    count = r.uleb()
+    if formats == _GCC_DIRECTORIES and offset_size == 4:
+        return _line_strings(r, count, 0, strings[_FORM_LINE_STRP])
+    if formats == _GCC_FILES and offset_size == 4:
+        return _line_strings(r, count, 1, strings[_FORM_LINE_STRP])
     entries = []
-    for _ in range(r.uleb()):
-        entries.append({content: _read_form(r, form, offset_size, strings) for content, form in formats})
+    for _ in range(count):
+        entry = {content: _read_form(r, form, offset_size, strings) for content, form in formats}
+        entries.append((entry.get(_DW_LNCT_PATH) or b"", entry.get(_DW_LNCT_DIRECTORY_INDEX, 0)))
     return entries
+
+
+def _line_strings(r: ByteReader, count: int, index_bytes: int, table: bytes) -> list[tuple]:
+    # What GCC writes (a .debug_line_str offset, then a one-byte directory
+    # index for files): a third of a cold `info line`'s header reading
+    # went to the generic decoder.
+    data, pos, out = r.data, r.pos, []
+    for _ in range(count):
+        (at,) = _U32.unpack_from(data, pos)
+        dir_index = data[pos + 4] if index_bytes else 0
+        if dir_index >= 0x80:
+            raise UnsupportedHeader("directory index of more than one byte")
+        out.append((table[at:table.index(b"\0", at)], dir_index))
+        pos += 4 + index_bytes
+    r.pos = pos
+    return out
 
 
 def _read_form(r: ByteReader, form: int, offset_size: int, strings: dict[int, bytes]):
@@ -139,10 +165,6 @@ def _read_form(r: ByteReader, form: int, offset_size: int, strings: dict[int, by
         r.pos += size
         return None
     raise UnsupportedHeader(f"line table form 0x{form:x}")
-
-
-def _entry_path(entry: dict) -> bytes:
-    return entry.get(_DW_LNCT_PATH) or b""
 
 
 # ------------------------------------------------------- CU top DIE fields
@@ -291,8 +313,26 @@ def read_top_level_names(info: bytes, abbrev: bytes, cu_offset: int, debug_str: 
                          line_str: bytes, tags: frozenset[int]) -> list[tuple[int, bytes, int, bool]]:
     """(tag, DW_AT_name, DIE offset, has DW_AT_declaration) of the direct
     children of the CU at `cu_offset` whose tag is in `tags` and that have
-    a name. Subtrees are skipped through DW_AT_sibling (GCC gives every
-    top-level DIE with children one), else decoded DIE by DIE."""
+    a name."""
+    found = []
+    for offset, tag, attrs in read_top_level_dies(info, abbrev, cu_offset, debug_str, line_str,
+                                                  tags, (_DW_AT_NAME, _DW_AT_DECLARATION)):
+        name = attrs.get(_DW_AT_NAME)
+        if name is not None:
+            if not isinstance(name[1], bytes):
+                raise UnsupportedHeader("DW_AT_name through a string index")
+            found.append((tag, name[1], offset, attrs.get(_DW_AT_DECLARATION, (0, 0))[1] != 0))
+    return found
+
+
+def read_top_level_dies(info: bytes, abbrev: bytes, cu_offset: int, debug_str: bytes,
+                        line_str: bytes, tags: frozenset[int],
+                        kept: tuple[int, ...]) -> list[tuple[int, int, dict[int, tuple]]]:
+    """(DIE offset, tag, {attribute: (form, value)} of the `kept` ones) of
+    the direct children of the CU at `cu_offset` whose tag is in `tags`.
+    A string form's value is its bytes; a block's is None. Subtrees are
+    skipped through DW_AT_sibling (GCC gives every top-level DIE with
+    children one), else decoded DIE by DIE."""
     r = ByteReader(info, cu_offset)
     offset_size, end = 4, cu_offset + 4 + struct.unpack_from("<I", info, cu_offset)[0]
     if r.u(4) == 0xFFFFFFFF:
@@ -302,38 +342,35 @@ def read_top_level_names(info: bytes, abbrev: bytes, cu_offset: int, debug_str: 
     version = r.u(2)
     if version >= 5:
         if r.u(1) not in (_DW_UT_COMPILE, _DW_UT_PARTIAL):
-            return []                               # type and skeleton units: no C types here
+            return []                               # type and skeleton units: none of ours
         address_size, abbrev_offset = r.u(1), r.u(offset_size)
     else:
         abbrev_offset, address_size = r.u(offset_size), r.u(1)
     table = read_abbreviations(abbrev, abbrev_offset)
     walker = _DieWalker(r, table, cu_offset, offset_size, address_size,
-                        {_FORM_LINE_STRP: line_str, _FORM_STRP: debug_str})
+                        {_FORM_LINE_STRP: line_str, _FORM_STRP: debug_str}, frozenset(kept))
     top = walker.next_die()
     if top is None or not top[3]:
         return []
     found = []
     while r.pos < end and (die := walker.next_die()) is not None:
         offset, tag, attrs, has_children = die
-        name = attrs.get(_DW_AT_NAME)
-        if tag in tags and name is not None:
-            if not isinstance(name, bytes):
-                raise UnsupportedHeader("DW_AT_name through a string index")
-            found.append((tag, name, offset, attrs.get(_DW_AT_DECLARATION, 0) != 0))
+        if tag in tags:
+            found.append((offset, tag, attrs))
         if has_children:
             walker.skip_children(attrs.get(_DW_AT_SIBLING))
     return found
 
 
 class _DieWalker:
-    """Decodes DIEs in order; keeps the attributes the name index needs."""
-
-    _KEPT = (_DW_AT_SIBLING, _DW_AT_NAME, _DW_AT_DECLARATION)
+    """Decodes DIEs in order; keeps DW_AT_sibling (as a .debug_info
+    offset) and the `kept` attributes (as (form, value))."""
 
     def __init__(self, r: ByteReader, table: dict, cu_offset: int, offset_size: int,
-                 address_size: int, strings: dict) -> None:
+                 address_size: int, strings: dict, kept: frozenset[int]) -> None:
         self.r, self.table, self.cu_offset = r, table, cu_offset
         self.offset_size, self.address_size, self.strings = offset_size, address_size, strings
+        self.kept = kept
 
     def next_die(self):
         """(offset, tag, kept attributes, has_children); None at a null entry."""
@@ -349,11 +386,11 @@ class _DieWalker:
         for attr, form in specs:
             value = _skip_or_read(self.r, form, self.offset_size, self.address_size,
                                   self.strings)
-            if attr in self._KEPT:
-                if attr == _DW_AT_SIBLING:
-                    value = value if form == _FORM_REF_ADDR else \
-                        (self.cu_offset + value if form in _CU_RELATIVE_REFS else None)
-                attrs[attr] = value
+            if attr == _DW_AT_SIBLING:
+                attrs[attr] = value if form == _FORM_REF_ADDR else \
+                    (self.cu_offset + value if form in _CU_RELATIVE_REFS else None)
+            elif attr in self.kept:
+                attrs[attr] = (form, value)
         return offset, tag, attrs, has_children
 
     def skip_children(self, sibling: int | None) -> None:
@@ -366,7 +403,7 @@ class _DieWalker:
             if die is None:
                 depth -= 1
             elif die[3]:
-                if die[2].get(_DW_AT_SIBLING, 0) > self.r.pos:
+                if (die[2].get(_DW_AT_SIBLING) or 0) > self.r.pos:
                     self.r.pos = die[2][_DW_AT_SIBLING]
                 else:
                     depth += 1

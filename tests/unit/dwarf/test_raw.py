@@ -5,6 +5,8 @@ import pytest
 
 from gs_cgen.dwarf import open_module
 
+from .test_libpython import libpython  # noqa: F401 — the fixture
+
 
 @pytest.mark.parametrize("build", ("O0", "O2-dwarf4"))
 def test_cu_line_info_and_file_tables_match_pyelftools(binaries, build):
@@ -20,3 +22,30 @@ def test_cu_line_info_and_file_tables_match_pyelftools(binaries, build):
         assert version == header.version
         assert list(dirs) == list(header.include_directory)
         assert files == [(e.name, e.dir_index) for e in header.file_entry]
+
+
+def _functions_by_pyelftools(index, off):
+    top = index.cu_at(off).get_top_DIE()
+    entries = [index._function_entry(die) for die in top.iter_children()
+               if die.tag == "DW_TAG_subprogram"]
+    return tuple(sorted((e for e in entries if e is not None), key=lambda e: e.ranges[0][0]))
+
+
+@pytest.mark.parametrize("build", ("O0", "O2", "O2-dwarf4"))
+def test_top_level_functions_match_pyelftools(binaries, build):
+    index = open_module(binaries[build])._dwarf
+    seen = 0
+    for off in index.cu_offsets():
+        raw = index._read_functions(off)
+        assert raw == _functions_by_pyelftools(index, off)
+        seen += len(raw)
+    assert seen > 0
+
+
+def test_libpython_top_level_functions_match_pyelftools(libpython):  # noqa: F811
+    # Every 7th CU: GCC -O3 DWARF 5, clones, DW_AT_ranges on cold parts.
+    index = libpython._dwarf
+    offsets = index.cu_offsets()[::7]
+    for off in offsets:
+        assert index._read_functions(off) == _functions_by_pyelftools(index, off)
+    assert sum(len(index._read_functions(off)) for off in offsets) > 500
