@@ -58,5 +58,12 @@ class IndexCache:
         return read_entry(self._path(name), FORMAT, name)
 
     def store(self, name: str, value) -> None:
-        """Best effort: a read-only or full disk just means no cache."""
+        """Best effort: a read-only or full disk just means no cache. The
+        entry's copies in earlier formats, which no release reads any
+        more, are removed: they would otherwise stay for ever."""
         write_entry(self._path(name), FORMAT, name, value)
+        for old in range(1, FORMAT):
+            try:
+                os.unlink(os.path.join(self.directory, f"v{old}-{name}.marshal"))
+            except OSError:
+                pass

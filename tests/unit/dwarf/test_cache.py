@@ -114,6 +114,16 @@ def test_store_is_atomic_and_best_effort(tmp_path):
     IndexCache(str(tmp_path / "file" / "sub")).store("x", 1)   # cannot mkdir: silently no cache
 
 
+def test_store_removes_the_entry_in_earlier_formats(tmp_path):
+    directory = tmp_path / "abc"
+    directory.mkdir()
+    older = [directory / f"v{v}-x.marshal" for v in range(1, cache_mod.FORMAT)]
+    for path in older + [directory / "v1-other.marshal"]:
+        path.write_bytes(b"stale")
+    IndexCache(str(directory)).store("x", [1])
+    assert sorted(os.listdir(directory)) == sorted([f"v{cache_mod.FORMAT}-x.marshal", "v1-other.marshal"])
+
+
 def test_open_index_cache_rules(monkeypatch, tmp_path):
     big = cache_mod.MIN_DEBUG_INFO
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
