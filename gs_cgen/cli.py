@@ -267,13 +267,17 @@ def info(pid, target_path, kind, what, by_line, output) -> None:
 
 
 def _info_text(info_mod, modules, kind: str, what: str, by_line: bool, output: str) -> str:
-    import json  # noqa: PLC0415
     if by_line:
         found = info_mod.describe_lines(modules, what, output == "json")
-        return json.dumps(found) if output == "json" else found
+        return _json(found) if output == "json" else found
     if output == "json":
-        return json.dumps(info_mod.describe_data(modules, kind, what))
+        return _json(info_mod.describe_data(modules, kind, what))
     return info_mod.describe(modules, kind, what)
+
+
+def _json(value) -> str:
+    import json  # noqa: PLC0415 - plain output, the common case, does without it
+    return json.dumps(value)
 
 
 def _diagnostic(message: str) -> None:

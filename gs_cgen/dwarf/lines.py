@@ -32,9 +32,9 @@ next line: the compiler did mark statements there.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Callable, Hashable
 
+from gs_cgen.digest import name_digest
 from gs_cgen.dwarf.index import DwarfIndex, LineTable, Row
 from gs_cgen.lazydataclass import dataclass
 
@@ -67,7 +67,7 @@ def cached_file_rows(index: DwarfIndex, cu_offset: int, path: str) -> FileRows:
     build-id: a warm `trace FILE:LINE` then loads one file's kept rows
     (hundreds) instead of decoding the CU's table (libpython's dictobject.c:
     12.5k rows) and replaying gdb's filter over it."""
-    key = f"file-rows-{cu_offset}-" + hashlib.sha256(path.encode()).hexdigest()[:24]
+    key = f"file-rows-{cu_offset}-" + name_digest(path)
     found = index.cached(key, lambda plain: _file_rows_from_plain(plain, path))
     if found is None:
         found = file_rows(index.line_table(cu_offset), path)

@@ -17,10 +17,10 @@ here without walking the CU's DIE tree (inlined_instances).
 from __future__ import annotations
 
 import bisect
-import hashlib
 import os.path
 import re
 
+from gs_cgen.digest import name_digest
 from gs_cgen.dwarf.index import DwarfIndex, LineTable, gdb_function_name
 
 _ENDBR64 = bytes.fromhex("f30f1efa")
@@ -92,7 +92,7 @@ def inlined_instances(index: DwarfIndex, name: str) -> list:
 
 def inlined_cache_key(name: str) -> str:
     # Names may hold any character (C++ `ns::f(int)`); a file name may not.
-    return "inlined-" + hashlib.sha256(name.encode()).hexdigest()[:24]
+    return "inlined-" + name_digest(name)
 
 
 def _offsets_named(plain, name: str) -> list[int]:

@@ -6,11 +6,11 @@ Produced by plan/build.py from the AST and DWARF facts; consumed by emit/
 """
 from __future__ import annotations
 
-import hashlib
 from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from gs_cgen.digest import blake2b
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.types import CType
 from gs_cgen.lazydataclass import dataclass
@@ -25,7 +25,7 @@ def module_cookie(path: str, build_id: str | None) -> int:
     """A stable 63-bit id for a module, shared by generated C (constants) and
     runtime (map keys). Build-id first so the same file under two paths in a
     container and on the host gets one cookie."""
-    digest = hashlib.blake2b((build_id or path).encode(), digest_size=8).digest()
+    digest = blake2b((build_id or path).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
