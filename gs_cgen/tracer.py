@@ -49,7 +49,7 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
     session = TraceSession(compiled.plan, compiled.c_text)
     reports = Reports(session, options.output, options.stats, options.interval)
     try:
-        session.load()
+        session.load(watch_exec=not options.dry_run)
         if session.read_mode.note:
             diagnostics(session.read_mode.note)
         if options.dry_run:

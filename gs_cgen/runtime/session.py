@@ -112,13 +112,17 @@ class TraceSession:
         self.links_refusal = ""
 
     # -------------------------------------------------------------- load
-    def load(self) -> None:
+    def load(self, watch_exec: bool = True) -> None:
         """Compile with clang and pass every probe through the verifier:
         as sleepable uprobes where they can be (see runtime/sleepable.py),
         else as today's. `read_mode.note` says which, for the user.
-        From the compiled-program cache when it has this program."""
+        From the compiled-program cache when it has this program.
+        `watch_exec=False` (--dry-run) leaves a cached program's exec
+        tracepoint unattached: nothing would watch it, and detaching a
+        tracepoint waits for RCU grace periods (~70 ms here). BCC attaches
+        it by itself on compiling."""
         self.links_refusal = links_refusal()
-        if self._load_cached():
+        if self._load_cached(watch_exec):
             self.loaded_from = "cache"
             return
         bcc = _import_bcc()
@@ -173,7 +177,7 @@ class TraceSession:
             kernel=progcache.kernel_identity(), gs_version=_loader_digest(),
             headers_digest=progcache.headers_digest((HEADER_PATH.parent, _PRELUDE_DIR))))
 
-    def _load_cached(self) -> bool:
+    def _load_cached(self, watch_exec: bool) -> bool:
         """Load the program from the cache: True on a hit the verifier
         accepted; False (nothing left loaded) means compile."""
         if self.plan.transport is not EventTransport.RINGBUF or not progcache.enabled():
@@ -192,7 +196,8 @@ class TraceSession:
             except CachedLoadFailed:
                 return False    # e.g. a kernel rebuilt under the same release: compile
             try:
-                loaded.attach_tracepoints()
+                if watch_exec:
+                    loaded.attach_tracepoints()
             except CachedLoadFailed:
                 loaded.close()
                 return False
