@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import typing
 
 import pytest
 
@@ -199,3 +200,82 @@ def test_threads_racing_to_the_first_instance():
         thread.join()
     assert not errors
     assert all(point == lazy(1) for point in made) and len(made) == 8
+
+
+def _error(make):
+    try:
+        make()
+    except Exception as error:              # noqa: BLE001 - compared below
+        return type(error), str(error).split(".", 1)[-1]
+    return None
+
+
+def test_records_made_without_exec_match_the_eager_decorator():
+    def body():
+        class Point:
+            x: int
+            y: int = 0
+            tags: tuple = dataclasses.field(default_factory=tuple)
+            seen: list = dataclasses.field(default_factory=list, init=False, repr=False)
+            label: str = dataclasses.field(default="p", init=False)
+        return Point
+    for options in ({}, {"frozen": True}, {"eq": False}):
+        eager, lazy = dataclasses.dataclass(**options)(body()), dataclass(**options)(body())
+        a, b = eager(1, tags=(2,)), lazy(1, tags=(2,))
+        assert lazy.__init__.__code__.co_filename == "<gs_cgen.lazydataclass>"   # no exec of its own
+        assert (b.x, b.y, b.tags, b.seen, b.label) == (a.x, a.y, a.tags, a.seen, a.label)
+        assert lazy(1).seen is not lazy(1).seen                  # a new list each time
+        assert repr(b).split("Point")[1] == repr(a).split("Point")[1]
+        assert lazy.__doc__ == eager.__doc__ == "Point(x: 'int', y: 'int' = 0, tags: 'tuple' = <factory>)"
+        assert str(__import__("inspect").signature(lazy)) == str(__import__("inspect").signature(eager))
+        assert lazy.__match_args__ == eager.__match_args__
+        params = ("init", "repr", "eq", "order", "unsafe_hash", "frozen")
+        assert [getattr(lazy.__dataclass_params__, p) for p in params] == \
+            [getattr(eager.__dataclass_params__, p) for p in params]
+        for call in (lambda c: c(), lambda c: c(1, 2, (), 4), lambda c: c(1, z=2),
+                     lambda c: c(1, x=2)):
+            assert _error(lambda: call(lazy)) == _error(lambda: call(eager))
+        if options.get("frozen"):
+            assert _error(lambda: setattr(b, "x", 2)) == _error(lambda: setattr(a, "x", 2))
+            assert _error(lambda: delattr(b, "x")) == _error(lambda: delattr(a, "x"))
+            assert _error(lambda: hash(b)) == _error(lambda: hash(a))
+        else:
+            b.x = 5
+            assert b.x == 5
+
+
+def test_eager_frozen_subclass_of_a_record_made_without_exec():
+    @dataclass(frozen=True)
+    class Base:
+        a: int
+
+    Base(1)                                  # made now, without exec
+
+    @dataclasses.dataclass(frozen=True)
+    class Child(Base):
+        b: int = 2
+
+    child = Child(1)
+    assert (child.a, child.b) == (1, 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        child.a = 3
+
+
+def test_pseudo_fields_take_the_dataclasses_path():
+    @dataclass
+    class WithClassVar:
+        limit: typing.ClassVar[int] = 3
+        a: int = 0
+
+    @dataclass
+    class WithInitVar:
+        a: int
+        scale: dataclasses.InitVar[int] = 1
+
+        def __post_init__(self, scale):
+            self.a *= scale
+
+    assert WithClassVar().limit == 3
+    assert WithClassVar.__init__.__code__.co_filename != "<gs_cgen.lazydataclass>"
+    assert [f.name for f in dataclasses.fields(WithClassVar)] == ["a"]
+    assert WithInitVar(2, 5).a == 10

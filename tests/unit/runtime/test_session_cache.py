@@ -41,7 +41,7 @@ def _program(session) -> progcache.CachedProgram:
                        for name in names))
 
 
-def _fake_loader(monkeypatch, fail: bool = False) -> list:
+def _fake_loader(monkeypatch, fail: bool = False, attached: list | None = None) -> list:
     loaded = []
 
     def load_cached(entry):
@@ -51,7 +51,7 @@ def _fake_loader(monkeypatch, fail: bool = False) -> list:
             maps={m.name: BpfMap(100, m.map_type, m.key_size, m.value_size, m.max_entries,
                                  m.name) for m in entry.maps},
             programs={p.name: 200 + i for i, p in enumerate(entry.programs)})
-        program.attach_tracepoints = lambda: None
+        program.attach_tracepoints = lambda: attached.append(entry) if attached is not None else None
         program.close = lambda: None
         loaded.append(entry)
         return program
@@ -69,6 +69,16 @@ def test_a_sleepable_hit_loads_without_bcc(session, monkeypatch):
         [200 + i for i in range(len(session.plan.probes))]
     assert session.map("gs_events").max_entries == 1 << 22
     assert "compiled-program cache (not compiled)" in session.load_note
+
+
+@pytest.mark.parametrize("watch_exec", [True, False])
+def test_the_exec_watcher_is_attached_unless_a_dry_run_asks_not(session, monkeypatch, watch_exec):
+    attached = []
+    _fake_loader(monkeypatch, attached=attached)
+    progcache.write_cached(session._cache_key(True), _program(session))
+    session.load(watch_exec=watch_exec)
+    assert session.loaded_from == "cache"
+    assert attached == ([_program(session)] if watch_exec else [])
 
 
 def test_a_refused_sleepable_build_goes_to_the_non_sleepable_entry(session, monkeypatch):
@@ -103,4 +113,4 @@ def test_the_perf_transport_never_reads_the_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     session = session_module.TraceSession(generate_plan("perf_pidns"), "")
     monkeypatch.setattr(progcache, "read_cached", lambda key: pytest.fail("read the cache"))
-    assert session._load_cached() is False
+    assert session._load_cached(watch_exec=True) is False
