@@ -9,7 +9,9 @@ hands it to `dataclasses.dataclass` the first time anything needs what that
 would have made: an instance (`__init__`), `==`, `hash`, `repr`, or the
 class's dataclass metadata (`dataclasses.fields`, `is_dataclass`,
 `__match_args__`, a dataclass subclass reading its bases' fields). From then
-on the class is exactly what `@dataclasses.dataclass(...)` makes.
+on the class behaves exactly as `@dataclasses.dataclass(...)` makes it; for
+most records its methods are made without exec (see "records made without
+exec" below).
 
 Classes with `slots=True` are made at once: that option builds a new class,
 so the class object would change under its users.
