@@ -1,6 +1,7 @@
 """`gs-cgen info` and `--emit-c` import only what they use: no BCC, no
-capstone, no pycparser (when the ABI cache answers), no plan IR and no lark
-(a plain pattern needs no parser, script/plain_pattern.py) for info.
+capstone, no pycparser (when the ABI cache answers), no plan IR, no lark
+(a plain pattern needs no parser, script/plain_pattern.py) and no hashlib
+(it loads OpenSSL; gs_cgen/digest.py) for info.
 Each import costs start-up time on every run (issue #10)."""
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from tests.prerequisites import require
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "inlined.c"
-_WATCHED = ("bcc", "capstone", "pycparser", "gs_cgen.plan.ir", "ctypes", "lark")
+_WATCHED = ("bcc", "capstone", "pycparser", "gs_cgen.plan.ir", "ctypes", "lark", "hashlib")
 
 _RUN = """
 import contextlib, io, json, sys
@@ -49,7 +50,7 @@ def _imported(*args: str) -> tuple[str, list[str]]:
     return result["out"], result["modules"]
 
 
-def test_info_imports_no_bcc_capstone_pycparser_ir_or_lark(binary):
+def test_info_imports_no_bcc_capstone_pycparser_ir_lark_or_hashlib(binary):
     out, modules = _imported("info", "-t", binary, "function", "scale")
     assert "scale at" in out
     assert modules == []
