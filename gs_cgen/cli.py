@@ -7,10 +7,14 @@ from __future__ import annotations
 import os
 import sys
 
-import click
+from gs_cgen import gcpolicy
 
-from gs_cgen.errors import GsError
-from gs_cgen.lazydataclass import dataclass
+gcpolicy.start_up()     # before the imports: see gcpolicy
+
+import click  # noqa: E402
+
+from gs_cgen.errors import GsError  # noqa: E402
+from gs_cgen.lazydataclass import dataclass  # noqa: E402
 
 EXIT_USER_ERROR = 1
 

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Callable
 
+from gs_cgen import gcpolicy
 from gs_cgen.abi import abi
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.pipeline import Compiled
@@ -64,6 +65,7 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         session.open_events()        # before attaching: a first event has somewhere to go
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
+        gcpolicy.steady()
         resolver = FrameResolver()
         if options.pid is not None:
             resolver.remember(options.pid)
