@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gs_cgen.runtime import btf
 from gs_cgen.runtime.btf import VMLINUX_BTF, Btf, BtfError, task_member_offset, thread_pointer
 from tests.prerequisites import require
 
@@ -34,7 +35,7 @@ def _bpftool_member_bits(struct_name: str, member: str) -> tuple[int, int]:
     return int(found.group(2)), int(found.group(1))
 
 
-def test_task_struct_fsbase_offset_is_bpftools():
+def test_task_struct_fsbase_offset_is_bpftools(tmp_path, monkeypatch):
     if not Path(VMLINUX_BTF).exists():
         require(f"{VMLINUX_BTF} is missing (kernel without CONFIG_DEBUG_INFO_BTF)")
     if _bpftool() is None:
@@ -42,8 +43,18 @@ def test_task_struct_fsbase_offset_is_bpftools():
     thread_bits, _ = _bpftool_member_bits("task_struct", "thread")
     fsbase_bits, _ = _bpftool_member_bits("thread_struct", "fsbase")
     expected = (thread_bits + fsbase_bits) // 8
-    assert thread_pointer().fsbase_offset == expected
-    assert task_member_offset(("thread", "fsbase")) == expected
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("GS_CGEN_NO_CACHE", raising=False)
+    assert thread_pointer().fsbase_offset == expected          # read from the BTF, then kept
+    assert len(list((tmp_path / "gs-cgen" / "kernel").iterdir())) == 1
+
+    def unread(*_):
+        raise AssertionError("the BTF was read again")
+    monkeypatch.setattr(btf, "_kernel_btf", unread)
+    assert task_member_offset(("thread", "fsbase")) == expected   # from the cache
+    monkeypatch.setenv("GS_CGEN_NO_CACHE", "1")
+    with pytest.raises(AssertionError):
+        task_member_offset(("thread", "fsbase"))
 
 
 def test_unreadable_btf_is_a_reason_not_an_error(tmp_path):
