@@ -23,7 +23,8 @@ from elftools.elf.enums import ENUM_E_MACHINE, ENUM_P_TYPE_BASE
 from gs_cgen.dwarf import cache as cache_mod
 from gs_cgen.dwarf.cache import open_index_cache
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
-from gs_cgen.dwarf.symvers import dynamic_versions, matches, parse_spelling, spell, version_of
+from gs_cgen.dwarf.symvers import (dynamic_versions, matches, parse_spelling, spell,
+                                   version_definitions, version_of)
 from gs_cgen.errors import DebugInfoError
 from gs_cgen.lazydataclass import dataclass
 
@@ -412,7 +413,17 @@ class ElfImage:
         return _with_dynamic_versions(static, dynamic)
 
     def _dynamic_versions(self) -> list[tuple[str | None, bool]]:
-        return dynamic_versions(self.elf, self.section_bytes(".gnu.version"))
+        versym = self.section_bytes(".gnu.version")
+        return dynamic_versions(self._version_definitions(), versym) if versym else []
+
+    def _version_definitions(self) -> dict[int, str]:
+        # From the raw bytes: pyelftools' parse of them imported elftools.elf
+        # and cost ~10 ms for each module `-p PID` opens.
+        section = self.section(".gnu.version_d")
+        if section is None:
+            return {}
+        return version_definitions(self.section_bytes(".gnu.version_d"),
+                                   self.section_bytes(self.sections[section.link].name))
 
     def _read_symbols(self, name: str, versions=()) -> list[SymbolRow]:
         """Defined symbols of table `name`; `versions[i]` is (version,

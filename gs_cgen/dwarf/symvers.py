@@ -65,29 +65,39 @@ def matches(spelling: Spelling, version: str | None, hidden: bool) -> bool:
     return version == spelling.version and not (spelling.default_only and hidden)
 
 
-def dynamic_versions(elf, versym: bytes) -> list[tuple[str | None, bool]]:
+def dynamic_versions(definitions: dict[int, str],
+                     versym: bytes) -> list[tuple[str | None, bool]]:
     """(version, hidden) for each .dynsym index, from `.gnu.version` bytes
-    and the `.gnu.version_d` definitions of the pyelftools ELFFile `elf`."""
-    if not versym:
-        return []
-    names = _version_definitions(elf)
+    and the version names by index (`version_definitions`)."""
     out = []
     for (value,) in struct.iter_unpack("<H", versym):
         index = value & ~_VERSYM_HIDDEN
-        version = names.get(index) if index > _VER_NDX_GLOBAL else None
+        version = definitions.get(index) if index > _VER_NDX_GLOBAL else None
         out.append((version, bool(value & _VERSYM_HIDDEN) and version is not None))
     return out
 
 
-def _version_definitions(elf) -> dict[int, str]:
-    section = elf.get_section_by_name(".gnu.version_d")
-    if section is None:
-        return {}
-    names = {}
-    for verdef, auxiliaries in section.iter_versions():
-        if verdef["vd_flags"] & _VER_FLG_BASE:
-            continue                      # the file's own name (its soname), not a version
-        first = next(iter(auxiliaries), None)
-        if first is not None:
-            names[verdef["vd_ndx"]] = first.name
-    return names
+_VERDEF = struct.Struct("<HHHHIII")      # vd_version flags ndx cnt hash aux next
+_VERDAUX = struct.Struct("<II")          # vda_name next
+
+
+def version_definitions(verdef: bytes, strings: bytes) -> dict[int, str]:
+    """Version index -> name, from ELF64 `.gnu.version_d` bytes and the
+    string table it links to (LSB "Version Definition Section"); the
+    definition flagged VER_FLG_BASE names the file itself (its soname), not
+    a version, and is left out. ValueError for bytes that do not hold a
+    chain of definitions."""
+    names, pos = {}, 0
+    for _ in range(len(verdef) // _VERDEF.size):
+        try:
+            _, flags, index, count, _, aux, following = _VERDEF.unpack_from(verdef, pos)
+            if not flags & _VER_FLG_BASE and count:
+                name_at, _ = _VERDAUX.unpack_from(verdef, pos + aux)
+                end = strings.index(b"\0", name_at)
+                names[index] = strings[name_at:end].decode("utf-8", "replace")
+        except struct.error as exc:
+            raise ValueError(f"a version definition runs past the section: {exc}") from None
+        if not following:
+            return names
+        pos += following
+    raise ValueError("the version definitions do not end")

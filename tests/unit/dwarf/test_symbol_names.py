@@ -4,6 +4,7 @@ libc.so.6 of this machine; readelf and gdb are the oracles."""
 from __future__ import annotations
 
 import dataclasses
+import struct
 import re
 import subprocess
 
@@ -189,3 +190,27 @@ def test_libc_assembly_implementation_site(libc, gdb_breaks):
         "__strlen_avx2", breaks["__strlen_avx2"][0], breaks["__strlen_avx2"][1])
     assert site.decl_file == "sysdeps/x86_64/multiarch/strlen-avx2.S"
     assert "__strlen_avx2 is hand-written assembly" in site.no_variables
+
+
+def test_version_definitions_equal_pyelftools_on_libc():
+    from elftools.elf.elffile import ELFFile
+    libc = process_libc()
+    image = ElfImage(libc)
+    ours = image._version_definitions()
+    with open(libc, "rb") as f:
+        section = ELFFile(f).get_section_by_name(".gnu.version_d")
+        theirs = {verdef["vd_ndx"]: next(iter(aux)).name
+                  for verdef, aux in section.iter_versions() if not verdef["vd_flags"] & 1}
+    assert ours == theirs and "GLIBC_2.2.5" in ours.values()
+
+
+def test_version_definitions_that_do_not_end_are_an_error():
+    from gs_cgen.dwarf.symvers import version_definitions
+    looping = struct.pack("<HHHHIII", 1, 0, 2, 1, 0, 20, 0) + struct.pack("<II", 0, 0)
+    assert version_definitions(looping, b"V_1\0") == {2: "V_1"}
+    cut = looping[:24]
+    with pytest.raises(ValueError):
+        version_definitions(cut, b"V_1\0")
+    circular = struct.pack("<HHHHIII", 1, 0, 2, 1, 0, 20, 28) + struct.pack("<II", 0, 0)
+    with pytest.raises(ValueError):
+        version_definitions(circular, b"V_1\0")
