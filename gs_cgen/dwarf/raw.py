@@ -232,16 +232,35 @@ def read_abbreviations(abbrev: bytes, offset: int,
     pos, table = offset, {}
     while abbrev[pos] != 0:
         found = _DECLARATION.match(abbrev, pos)
-        if found is None:
-            raise UnsupportedHeader(f"abbreviation declaration at 0x{pos:x}")
-        code_bytes, tag_bytes, children, specs = found.groups()
-        code = code_bytes[0] if len(code_bytes) == 1 else uleb_at(code_bytes, 0)[0]
-        table[code] = (tag_bytes[0] if len(tag_bytes) == 1 else uleb_at(tag_bytes, 0)[0],
-                       _attribute_specs(specs), children == b"\x01")
+        if found is None:                  # padded LEB128s, DW_CHILDREN not 0/1...
+            code, declaration, pos = _declaration_at(abbrev, pos)
+        else:
+            code_bytes, tag_bytes, children, specs = found.groups()
+            code = code_bytes[0] if len(code_bytes) == 1 else uleb_at(code_bytes, 0)[0]
+            declaration = (tag_bytes[0] if len(tag_bytes) == 1 else uleb_at(tag_bytes, 0)[0],
+                           _attribute_specs(specs), children == b"\x01")
+            pos = found.end()
+        table[code] = declaration
         if code == until:
             break
-        pos = found.end()
     return table
+
+
+def _declaration_at(abbrev: bytes, pos: int) -> tuple[int, tuple, int]:
+    """(code, declaration, next position) of whatever encoding the regular
+    expression does not take; IndexError past the section's end."""
+    code, pos = uleb_at(abbrev, pos)
+    tag, pos = uleb_at(abbrev, pos)
+    has_children, pos = bool(abbrev[pos]), pos + 1
+    specs = []
+    while True:
+        attr, pos = uleb_at(abbrev, pos)
+        form, pos = uleb_at(abbrev, pos)
+        if attr == 0 and form == 0:
+            return code, (tag, tuple(specs), has_children), pos
+        if form == _FORM_IMPLICIT_CONST:
+            _, pos = sleb_at(abbrev, pos)
+        specs.append((attr, form))
 
 
 @functools.lru_cache(maxsize=16384)

@@ -49,3 +49,18 @@ def test_libpython_top_level_functions_match_pyelftools(libpython):  # noqa: F81
     for off in offsets:
         assert index._read_functions(off) == _functions_by_pyelftools(index, off)
     assert sum(len(index._read_functions(off)) for off in offsets) > 500
+
+
+def test_abbreviations_in_encodings_the_fast_match_leaves():
+    from gs_cgen.dwarf.raw import read_abbreviations
+    table = bytes([
+        1, 0x11, 1, 0x03, 0x08, 0x1C, 0x21, 0x7F, 0, 0,    # implicit_const -1: fast match
+        0x82, 0x00, 0x2E, 0, 0x03, 0x08, 0, 0,             # code 2 as a padded LEB128
+        3, 0x24, 2, 0x0B, 0x0B, 0, 0,                       # DW_CHILDREN 2
+        0])
+    assert read_abbreviations(table, 0) == {
+        1: (0x11, ((0x03, 0x08), (0x1C, 0x21)), True),
+        2: (0x2E, ((0x03, 0x08),), False),
+        3: (0x24, ((0x0B, 0x0B),), True),
+    }
+    assert list(read_abbreviations(table, 0, until=2)) == [1, 2]
