@@ -20,6 +20,9 @@ from gs_cgen.runtime.reports import Reports
 from gs_cgen.runtime.session import TraceSession, require_privileges
 from gs_cgen.runtime.symbolize import FrameResolver
 
+# How often a trace of -p PID looks whether PID is still there.
+ALIVE_CHECK_S = 0.1
+
 
 @dataclass(frozen=True)
 class TraceOptions:
@@ -139,10 +142,22 @@ def _loop(session, compiled: Compiled, options: TraceOptions, stop: _StopFlag, d
         if launched is not None and launched.process.poll() is not None:
             diagnostics(f"command {launched.exit_description()}")
             return True
-        if options.stop_when_gone is not None and not proc.is_alive(options.stop_when_gone):
+        if options.stop_when_gone is not None and gone():
             diagnostics(f"process {options.stop_when_gone} exited")
             return True
         return stop.raised
+
+    last_alive_check = time.monotonic()
+
+    def gone() -> bool:
+        # /proc is read at most every ALIVE_CHECK_S, not once per poll batch
+        # (thousands a second in a flood: a tenth of the reader's time).
+        nonlocal last_alive_check
+        now = time.monotonic()
+        if now - last_alive_check < ALIVE_CHECK_S:
+            return False
+        last_alive_check = now
+        return not proc.is_alive(options.stop_when_gone)
 
     def max_events_reached() -> bool:
         return rendered >= limit

@@ -92,6 +92,23 @@ def test_unread_events_are_not_losses_when_no_more_were_wanted(monkeypatch):
     assert final == [2]
 
 
+def test_the_counters_are_read_once_per_report_interval_not_per_batch(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(collector.time, "monotonic", lambda: clock[0])
+    session = FakeSession([], sent=0)
+    reads = []
+    counts = session.event_counts
+    session.event_counts = lambda: reads.append(clock[0]) or counts()
+
+    def should_stop():
+        clock[0] += 0.25                 # a batch every 0.25 s: 16 in 4 s
+        return clock[0] > 104.0
+    collect(session, lambda *event: True, should_stop, reporting()[2])
+    during = [t for t in reads if t <= 104.0]
+    assert len(during) == 2 and during == sorted(during)    # ~every 2 s, then the end
+    assert len(reads) > len(during)      # the final account still reads them
+
+
 def test_periodic_reports_carry_the_running_total():
     account = EventAccount(last_report=100.0)
     account.counts = EventCounts(sent=10, failed=5)
