@@ -422,8 +422,11 @@ class ElfImage:
         section = self.section(".gnu.version_d")
         if section is None:
             return {}
-        return version_definitions(self.section_bytes(".gnu.version_d"),
-                                   self.section_bytes(self.sections[section.link].name))
+        try:
+            return version_definitions(self.section_bytes(".gnu.version_d"),
+                                       self.section_bytes(self.sections[section.link].name))
+        except (ValueError, IndexError) as exc:
+            raise DebugInfoError(f"'{self.path}': unreadable .gnu.version_d ({exc})") from None
 
     def _read_symbols(self, name: str, versions=()) -> list[SymbolRow]:
         """Defined symbols of table `name`; `versions[i]` is (version,

@@ -162,6 +162,9 @@ class Btf:
         return None
 
 
+_CACHE_VERSION = 1         # of the offsets kept by kernel build (task_member_offset)
+
+
 @functools.lru_cache(maxsize=4)
 def _kernel_btf(path: str, _mtime_ns: int, _size: int) -> Btf:
     with open(path, "rb") as f:
@@ -184,9 +187,6 @@ def task_member_offset(member_path: tuple[str, ...], path: str = VMLINUX_BTF) ->
     if entry:
         write_entry(entry, _CACHE_VERSION, key, offset)
     return offset
-
-
-_CACHE_VERSION = 1
 
 
 def _cache_entry(key: str) -> str | None:

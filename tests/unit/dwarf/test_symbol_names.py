@@ -214,3 +214,12 @@ def test_version_definitions_that_do_not_end_are_an_error():
     circular = struct.pack("<HHHHIII", 1, 0, 2, 1, 0, 20, 28) + struct.pack("<II", 0, 0)
     with pytest.raises(ValueError):
         version_definitions(circular, b"V_1\0")
+
+
+def test_unreadable_version_definitions_name_the_file(tmp_path):
+    from gs_cgen.dwarf.elf import ElfImage
+    libc = process_libc()
+    image = ElfImage(libc)
+    image.section_bytes = lambda name: b"\x01\x00" * 10 if name == ".gnu.version_d" else b""
+    with pytest.raises(DebugInfoError, match="unreadable .gnu.version_d"):
+        image._version_definitions()
