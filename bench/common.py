@@ -6,7 +6,6 @@ Standard library only; gs-cgen runs from the repository's .venv.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import statistics

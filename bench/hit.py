@@ -3,7 +3,7 @@ condition that is never true, at an emulated instruction (nop) and a
 single-stepped one (mov) of target.c, and on PyDict_SetItem in python3.11.
 
 Rounds interleave the tracers (each round: the untraced loop, then every
-tracer once) so that a change in the machine's load hits them alike; the
+tracer once, the order rotated by one from round to round) so that a change in the machine's load hits them alike; the
 figure is the median over rounds of (traced - untraced of that round) / N.
 The attach times of the same runs are the "script -> probes attached" rows.
 """
@@ -33,6 +33,13 @@ class HitRow:
         return median(self.attach_s)
 
 
+def rotated(tracers: list[Tracer], r: int) -> list[Tracer]:
+    """Round r's order: each tracer takes each place in turn, so none is
+    always the first after the untraced loop or the last of a round."""
+    k = r % len(tracers) if tracers else 0
+    return tracers[k:] + tracers[:k]
+
+
 def measure(ctx: Context, label: str, argv: list[str], n: int, site: Site, watch: CodeWatch,
             tracers: list[Tracer], rounds: int) -> dict[str, HitRow]:
     rows = {t.name: HitRow(t.name) for t in tracers}
@@ -42,7 +49,7 @@ def measure(ctx: Context, label: str, argv: list[str], n: int, site: Site, watch
         if base is None:
             note(f"{label}: untraced loop failed")
             continue
-        for tracer in tracers:
+        for tracer in rotated(tracers, r):
             row = rows[tracer.name]
             if row.failed:
                 continue

@@ -220,30 +220,62 @@ def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: byt
     return stmt_list, comp_dir
 
 
-def read_abbreviations(abbrev: bytes, offset: int,
-                       until: int | None = None) -> dict[int, tuple[int, tuple, bool]]:
+def read_abbreviations(abbrev: bytes, offset: int) -> dict[int, tuple[int, tuple, bool]]:
     """code -> (tag, ((attribute, form), ...), has_children) for the
-    abbreviation table at `offset` of .debug_abbrev (DWARF 5 section 7.5.3);
-    with `until`, the table read only as far as that code."""
-    # One regular-expression match per declaration, its attribute list
-    # decoded once per distinct byte string: a libpython CU's ~200
-    # declarations repeat across its 146 CUs, and the byte-by-byte loop was
-    # a cold look-up's largest cost.
-    pos, table = offset, {}
+    abbreviation table at `offset` of .debug_abbrev (DWARF 5 section 7.5.3)."""
+    return {code[0] if len(code) == 1 else uleb_at(code, 0)[0]: _decoded(declaration)
+            for code, declaration in _declarations(abbrev, offset)}
+
+
+def read_declaration(abbrev: bytes, offset: int, code: int) -> tuple[int, tuple, bool] | None:
+    """Declaration `code` of the table at `offset`, read no further than
+    it and decoding no other; None when the table has none."""
+    wanted = uleb_bytes(code)
+    for found_code, declaration in _declarations(abbrev, offset):
+        if found_code == wanted:
+            return _decoded(declaration)
+    return None
+
+
+def _declarations(abbrev: bytes, pos: int):
+    """The table's declarations in order: (the code's LEB128 bytes, a match
+    of _DECLARATION or, for an encoding it does not take (padded LEB128s,
+    DW_CHILDREN not 0 or 1), the decoded declaration)."""
+    # The pattern's own search loop finds one declaration after another
+    # (it matches where the last ended), and only the wanted ones are
+    # decoded: the CU's own is near the end of a GCC table, which lists
+    # declarations by use, and walking to it was a cold look-up's largest cost.
     while abbrev[pos] != 0:
-        found = _DECLARATION.match(abbrev, pos)
-        if found is None:                  # padded LEB128s, DW_CHILDREN not 0/1...
-            code, declaration, pos = _declaration_at(abbrev, pos)
-        else:
-            code_bytes, tag_bytes, children, specs = found.groups()
-            code = code_bytes[0] if len(code_bytes) == 1 else uleb_at(code_bytes, 0)[0]
-            declaration = (tag_bytes[0] if len(tag_bytes) == 1 else uleb_at(tag_bytes, 0)[0],
-                           _attribute_specs(specs), children == b"\x01")
+        for found in _DECLARATION.finditer(abbrev, pos):
+            if found.start() != pos:
+                break
             pos = found.end()
-        table[code] = declaration
-        if code == until:
-            break
-    return table
+            yield found.group(1), found
+            if abbrev[pos] == 0:
+                return
+        if abbrev[pos] != 0:
+            code, declaration, pos = _declaration_at(abbrev, pos)
+            yield uleb_bytes(code), declaration
+
+
+def _decoded(declaration) -> tuple[int, tuple, bool]:
+    if isinstance(declaration, tuple):
+        return declaration
+    _, tag, children, specs = declaration.groups()
+    # Attribute lists repeat across CUs: each distinct one is decoded once.
+    return (tag[0] if len(tag) == 1 else uleb_at(tag, 0)[0], _attribute_specs(specs),
+            children == b"\x01")
+
+
+def uleb_bytes(value: int) -> bytes:
+    """`value` as the shortest ULEB128, the only encoding _DECLARATION takes."""
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        if not value:
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
 
 
 def _declaration_at(abbrev: bytes, pos: int) -> tuple[int, tuple, int]:
@@ -301,7 +333,7 @@ def attribute_at(info: bytes, start: int, pos: int, abbreviations: dict, offset_
 
 
 def _abbrev_specs(abbrev: bytes, offset: int, code: int) -> list[tuple[int, int]]:
-    entry = read_abbreviations(abbrev, offset, until=code).get(code)
+    entry = read_declaration(abbrev, offset, code)
     if entry is None:
         raise UnsupportedHeader(f"abbreviation {code} not found")
     return list(entry[1])

@@ -52,7 +52,7 @@ def test_libpython_top_level_functions_match_pyelftools(libpython):  # noqa: F81
 
 
 def test_abbreviations_in_encodings_the_fast_match_leaves():
-    from gs_cgen.dwarf.raw import read_abbreviations
+    from gs_cgen.dwarf.raw import read_abbreviations, read_declaration
     table = bytes([
         1, 0x11, 1, 0x03, 0x08, 0x1C, 0x21, 0x7F, 0, 0,    # implicit_const -1: fast match
         0x82, 0x00, 0x2E, 0, 0x03, 0x08, 0, 0,             # code 2 as a padded LEB128
@@ -63,4 +63,54 @@ def test_abbreviations_in_encodings_the_fast_match_leaves():
         2: (0x2E, ((0x03, 0x08),), False),
         3: (0x24, ((0x0B, 0x0B),), True),
     }
-    assert list(read_abbreviations(table, 0, until=2)) == [1, 2]
+    assert read_declaration(table, 0, 2) == (0x2E, ((0x03, 0x08),), False)
+    assert read_declaration(table, 0, 3) == (0x24, ((0x0B, 0x0B),), True)
+    assert read_declaration(table, 0, 4) is None
+
+
+def _abbreviations_by_pyelftools(index, offset):
+    from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_FORM, ENUM_DW_TAG
+    table = index.dwarfinfo.get_abbrev_table(offset)
+    out = {}
+    for code, declaration in sorted(table._abbrev_map.items()):
+        specs = tuple((ENUM_DW_AT[spec.name], ENUM_DW_FORM[spec.form])
+                      for spec in declaration["attr_spec"])
+        out[code] = (ENUM_DW_TAG[declaration["tag"]], specs, declaration.has_children())
+    return out
+
+
+def _abbreviation_offsets(index):
+    from gs_cgen.dwarf.raw import ByteReader
+    info, offsets = index.info_bytes(), []
+    for cu in index.cu_offsets():
+        r = ByteReader(info, cu)
+        offset_size = 8 if r.u(4) == 0xFFFFFFFF else 4
+        r.pos += 8 if offset_size == 8 else 0
+        if r.u(2) >= 5:
+            r.pos += 2                      # unit type, address size
+        offsets.append(r.u(offset_size))
+    return offsets
+
+
+def _check_abbreviations(index, offsets):
+    from gs_cgen.dwarf.raw import read_abbreviations, read_declaration
+    abbrev = index.section_data(index.dwarfinfo.debug_abbrev_sec)
+    for offset in offsets:
+        expected = _abbreviations_by_pyelftools(index, offset)
+        assert read_abbreviations(abbrev, offset) == expected
+        for code in list(expected)[::5] + [max(expected)]:
+            assert read_declaration(abbrev, offset, code) == expected[code]
+        assert read_declaration(abbrev, offset, max(expected) + 1) is None
+
+
+@pytest.mark.parametrize("build", ("O0", "O2", "O2-dwarf4"))
+def test_abbreviation_tables_match_pyelftools(binaries, build):
+    index = open_module(binaries[build])._dwarf
+    _check_abbreviations(index, _abbreviation_offsets(index))
+
+
+def test_libpython_abbreviation_tables_match_pyelftools(libpython):  # noqa: F811
+    index = libpython._dwarf
+    offsets = _abbreviation_offsets(index)
+    assert len(offsets) > 100
+    _check_abbreviations(index, offsets[::5])
