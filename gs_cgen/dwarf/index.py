@@ -20,6 +20,7 @@ from elftools.dwarf.ranges import BaseAddressEntry
 
 from gs_cgen.dwarf.abbrev import FastAbbreviations
 from gs_cgen.dwarf.cache import IndexCache
+from gs_cgen.dwarf.elf import dwarf_section_bytes
 from gs_cgen.dwarf.lineprogram import decode_rows
 from gs_cgen.dwarf.raw import (UnsupportedHeader, read_abbreviations, read_cu_line_info,
                               read_file_tables, read_top_level_dies, read_top_level_names)
@@ -144,19 +145,20 @@ class DwarfIndex:
 
     def cu_offsets(self) -> list[int]:
         """CU header offsets, from the unit_length fields alone (DWARF 5
-        section 7.5.1.1); no DIE is parsed."""
+        section 7.5.1.1); no DIE is parsed. From the index cache when it
+        has them: the walk reads all of .debug_info, and a warm look-up
+        reads only the few KB of it that pyelftools parses."""
         if self._cu_offsets is None:
-            data, offsets, pos = self.info_bytes(), [], 0
-            while pos + 4 <= len(data):
-                offsets.append(pos)
-                (length,) = struct.unpack_from("<I", data, pos)
-                if length == 0xFFFFFFFF:
-                    (length,) = struct.unpack_from("<Q", data, pos + 4)
-                    pos += 12 + length
-                else:
-                    pos += 4 + length
+            offsets = self.cached("cu-offsets", _cu_offsets_from_plain)
+            if offsets is None:
+                offsets = _unit_offsets(self.info_bytes())
+                self.store("cu-offsets", offsets)
             self._cu_offsets = offsets
         return self._cu_offsets
+
+    def info_size(self) -> int:
+        section = self.dwarfinfo.debug_info_sec
+        return section.size if section is not None else 0
 
     def cu_at(self, offset: int):
         return self.dwarfinfo.get_CU_at(offset)
@@ -169,7 +171,7 @@ class DwarfIndex:
         """[start, end) of a CU's bytes in .debug_info."""
         offsets = self.cu_offsets()
         i = bisect.bisect_left(offsets, cu_offset)
-        end = offsets[i + 1] if i + 1 < len(offsets) else len(self.info_bytes())
+        end = offsets[i + 1] if i + 1 < len(offsets) else self.info_size()
         return cu_offset, end
 
     def cu_for_address(self, address: int):
@@ -210,12 +212,12 @@ class DwarfIndex:
         return self.section_data(self.dwarfinfo.debug_info_sec)
 
     def section_data(self, section) -> bytes:
-        """A DWARF section's bytes, copied out of its BytesIO once."""
+        """A DWARF section's bytes, read once."""
         if section is None:
             return b""
         key = id(section)
         if key not in self._section_bytes:
-            self._section_bytes[key] = section.stream.getvalue()
+            self._section_bytes[key] = dwarf_section_bytes(section)
         return self._section_bytes[key]
 
     # -------------------------------------------------------------- ranges
@@ -640,6 +642,25 @@ def _cu_offset_at(aranges: list[tuple[int, int, int]], starts: list[int],
     # the greatest begin <= address (the last one when none is) must cover it.
     begin, length, cu_offset = aranges[bisect.bisect_right(starts, address) - 1]
     return cu_offset if begin <= address < begin + length else None
+
+
+def _unit_offsets(data: bytes) -> list[int]:
+    offsets, pos = [], 0
+    while pos + 4 <= len(data):
+        offsets.append(pos)
+        (length,) = struct.unpack_from("<I", data, pos)
+        if length == 0xFFFFFFFF:
+            (length,) = struct.unpack_from("<Q", data, pos + 4)
+            pos += 12 + length
+        else:
+            pos += 4 + length
+    return offsets
+
+
+def _cu_offsets_from_plain(plain) -> list[int]:
+    if not isinstance(plain, list) or not all(isinstance(o, int) for o in plain):
+        raise TypeError("cu-offsets")
+    return plain
 
 
 def _aranges_from_plain(plain) -> list[tuple[int, int, int]]:

@@ -28,13 +28,13 @@ __all__ = ["FrameBase", "LocationReader", "NOT_AT_PC", "frame_base_from_ops", "f
 class LocationReader:
     """Selects location-list entries and parses expressions for one module."""
 
-    def __init__(self, dwarfinfo, cu_base: Callable, section_bytes: Callable | None = None) -> None:
-        """`section_bytes(section)`: a DWARF section's bytes, for decoding
-        location lists without pyelftools (dwarf/loclists.py)."""
+    def __init__(self, dwarfinfo, cu_base: Callable, section_read: Callable | None = None) -> None:
+        """`section_read(section, offset, size)`: bytes of a DWARF section,
+        for decoding location lists without pyelftools (dwarf/loclists.py)."""
         self._dwarfinfo = dwarfinfo
         lists = dwarfinfo.location_lists()
-        self._lists = RawLocationLists(dwarfinfo, lists, section_bytes) \
-            if lists is not None and section_bytes is not None else lists
+        self._lists = RawLocationLists(dwarfinfo, lists, section_read) \
+            if lists is not None and section_read is not None else lists
         self._cu_base = cu_base
         # Decoded lists by section offset: `info --lines` asks for the same
         # variables at hundreds of PCs.

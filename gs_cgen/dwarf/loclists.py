@@ -25,14 +25,19 @@ class Unreadable(Exception):
     """A list this decoder does not read; pyelftools is asked instead."""
 
 
+# Bytes read for one list at first: an -O3 libpython list is ~10-200 bytes.
+FIRST_READ = 4096
+
+
 class RawLocationLists:
     """Stands in for pyelftools' `dwarfinfo.location_lists()` where
     `get_location_list_at_offset(offset, die)` is all that is used.
-    `section_bytes(section)` returns a DWARF section's bytes."""
+    `section_read(section, offset, size)` returns up to `size` bytes of a
+    DWARF section at `offset` (fewer at its end)."""
 
-    def __init__(self, dwarfinfo, pyelftools_lists, section_bytes: Callable) -> None:
+    def __init__(self, dwarfinfo, pyelftools_lists, section_read: Callable) -> None:
         self._dwarfinfo = dwarfinfo
-        self._section_bytes = section_bytes
+        self._section_read = section_read
         self._pyelftools = pyelftools_lists              # dwarfinfo.location_lists()
         self._address_size = dwarfinfo.config.default_address_size
 
@@ -42,34 +47,45 @@ class RawLocationLists:
         try:
             if section is None:
                 raise Unreadable("no section")
-            data = self._section_bytes(section)
-            if version5:
-                return _entries_v5(data, offset, self._address_size,
-                                   lambda index: self._dwarfinfo.get_addr(die.cu, index))
-            return _entries_v4(data, offset, self._address_size)
+            data = self._section_read(section, offset, FIRST_READ)
+            try:
+                return self._entries(data, offset, version5, die)
+            except IndexError:
+                if len(data) < FIRST_READ:          # the section ends inside the list
+                    raise
+            return self._entries(self._section_read(section, offset, section.size - offset),
+                                 offset, version5, die)
         except (Unreadable, IndexError):
             return self._pyelftools.get_location_list_at_offset(offset, die)
 
+    def _entries(self, data: bytes, origin: int, version5: bool, die) -> list:
+        """The list that starts `data`, which is the section from `origin` on."""
+        if version5:
+            return _entries_v5(data, origin, self._address_size,
+                               lambda index: self._dwarfinfo.get_addr(die.cu, index))
+        return _entries_v4(data, origin, self._address_size)
 
-def _entries_v4(data: bytes, offset: int, address_size: int) -> list:
+
+def _entries_v4(data: bytes, origin: int, address_size: int) -> list:
     # Pairs of target addresses, a (max address, base) pair selecting a new
     # base, a (0, 0) pair ending the list; a location entry's expression
-    # follows as a 2-byte length and its bytes.
-    r, out, max_address = ByteReader(data, offset), [], (1 << (8 * address_size)) - 1
+    # follows as a 2-byte length and its bytes. Entries carry their offsets
+    # in the section, as pyelftools' do.
+    r, out, max_address = ByteReader(data, 0), [], (1 << (8 * address_size)) - 1
     while True:
-        start = r.pos
+        start = origin + r.pos
         begin, end = _address(r, address_size), _address(r, address_size)
         if begin == 0 and end == 0:
             return out
         if begin == max_address:
-            out.append(BaseAddressEntry(start, r.pos - start, end))
+            out.append(BaseAddressEntry(start, origin + r.pos - start, end))
             continue
         expr = _bytes(r, r.u(2))
-        out.append(LocationEntry(start, r.pos - start, begin, end, expr, False))
+        out.append(LocationEntry(start, origin + r.pos - start, begin, end, expr, False))
 
 
-def _entries_v5(data: bytes, offset: int, address_size: int, address_at: Callable) -> list:
-    r, out = ByteReader(data, offset), []
+def _entries_v5(data: bytes, origin: int, address_size: int, address_at: Callable) -> list:
+    r, out = ByteReader(data, 0), []
     while True:
         start = r.pos
         kind = _byte(r)
@@ -77,15 +93,15 @@ def _entries_v5(data: bytes, offset: int, address_size: int, address_at: Callabl
             return out
         if kind == _DW_LLE_BASE_ADDRESSX:
             index = r.uleb()
-            out.append(BaseAddressEntry(start, r.pos - start, address_at(index)))
+            out.append(BaseAddressEntry(origin + start, r.pos - start, address_at(index)))
         elif kind == _DW_LLE_BASE_ADDRESS:
             base = _address(r, address_size)
-            out.append(BaseAddressEntry(start, r.pos - start, base))
+            out.append(BaseAddressEntry(origin + start, r.pos - start, base))
         else:
-            out.append(_location_v5(r, start, kind, address_size, address_at))
+            out.append(_location_v5(r, origin, start, kind, address_size, address_at))
 
 
-def _location_v5(r: ByteReader, start: int, kind: int, address_size: int,
+def _location_v5(r: ByteReader, origin: int, start: int, kind: int, address_size: int,
                  address_at: Callable) -> LocationEntry:
     # Bounds as pyelftools' entry_translate makes them: offset pairs are
     # relative to the base, default locations span (-1, -1).
@@ -107,7 +123,7 @@ def _location_v5(r: ByteReader, start: int, kind: int, address_size: int,
     else:
         raise Unreadable(f"DW_LLE code 0x{kind:x}")
     expr = _bytes(r, r.uleb())
-    return LocationEntry(start, r.pos - start, low, high, expr, absolute)
+    return LocationEntry(origin + start, r.pos - start, low, high, expr, absolute)
 
 
 def _byte(r: ByteReader) -> int:

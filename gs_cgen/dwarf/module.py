@@ -21,7 +21,7 @@ from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable, UnwindRow
 from gs_cgen.dwarf.inline import SourceFrame, source_frames
-from gs_cgen.dwarf.elf import ElfImage, Symbol, SymbolKind
+from gs_cgen.dwarf.elf import ElfImage, Symbol, SymbolKind, dwarf_section_read
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.locations import LocationReader
@@ -149,7 +149,7 @@ class ModuleDebugInfo:
 
     @functools.cached_property
     def _locations(self) -> LocationReader:
-        return LocationReader(self._dwarf.dwarfinfo, self._dwarf.cu_base, self._dwarf.section_data)
+        return LocationReader(self._dwarf.dwarfinfo, self._dwarf.cu_base, dwarf_section_read)
 
     @functools.cached_property
     def _frames(self) -> CallFrames:

@@ -111,3 +111,18 @@ def test_a_function_inlined_into_itself_lists_its_parameters_once(libpython):
                               capture_output=True, text=True, check=True).stdout
         gdb_names = re.findall(r"^Symbol (\w+) is (?!a function)", text, re.M)
         assert names == gdb_names == ["op", "key", "value"], text
+
+
+def test_a_warm_look_up_reads_the_large_sections_in_pieces(libpython):
+    """With the index cache warm, a function's sites and variables come
+    from a few KB of .debug_info and .debug_loclists: neither is read whole
+    (9 MB and 3.6 MB here; copying them was ~15 ms of each warm look-up)."""
+    from gs_cgen.dwarf.module import ModuleDebugInfo
+    libpython.find_functions("PyDict_SetItem")          # the index cache holds its CU now
+    fresh = ModuleDebugInfo(libpython.path)
+    sites = fresh.find_functions("PyDict_SetItem")
+    names = {v.name for v in fresh.variables_at(sites[0].probe_address)}
+    assert {"op", "key", "value"} <= names
+    info = fresh._dwarf.dwarfinfo
+    for section in (info.debug_info_sec, info.debug_loclists_sec):
+        assert tuple.__getitem__(section, 0)._whole is None, section.name

@@ -29,11 +29,15 @@ def _lists_with_dies(dwarfinfo, max_cus: int | None = None):
                     yield attr.value, die
 
 
+def _read(sec, offset, size):
+    return sec.stream.getvalue()[offset:offset + size]
+
+
 def _check(path: str, max_cus: int | None = None) -> int:
     with open(path, "rb") as f:
         dwarfinfo = ELFFile(f).get_dwarf_info()
         theirs = dwarfinfo.location_lists()
-        ours = RawLocationLists(dwarfinfo, _NoPyelftools(), lambda sec: sec.stream.getvalue())
+        ours = RawLocationLists(dwarfinfo, _NoPyelftools(), _read)
         count = 0
         for offset, die in _lists_with_dies(dwarfinfo, max_cus):
             assert ours.get_location_list_at_offset(offset, die) == \
@@ -51,6 +55,13 @@ def test_libpython_lists_equal_pyelftools(libpython):  # noqa: F811
     assert _check(libpython.debug_path, max_cus=6) > 1000
 
 
+def test_a_list_longer_than_the_first_read_is_read_again(binaries, monkeypatch):
+    import gs_cgen.dwarf.loclists as loclists
+    monkeypatch.setattr(loclists, "FIRST_READ", 3)     # every list runs past it
+    assert _check(binaries["O2"]) > 10
+    assert _check(binaries["O2-dwarf4"]) > 10
+
+
 def test_an_unreadable_list_is_left_to_pyelftools(binaries):
     with open(binaries["O2"], "rb") as f:
         dwarfinfo = ELFFile(f).get_dwarf_info()
@@ -59,10 +70,10 @@ def test_an_unreadable_list_is_left_to_pyelftools(binaries):
         # The section cut short just after the list starts: the raw decoder
         # runs out of bytes and hands the list to pyelftools.
         cut = RawLocationLists(dwarfinfo, theirs,
-                               lambda sec: sec.stream.getvalue()[:offset + 2])
+                               lambda sec, at, size: sec.stream.getvalue()[:offset + 2][at:at + size])
         assert cut.get_location_list_at_offset(offset, die) == \
             theirs.get_location_list_at_offset(offset, die)
-        unknown = RawLocationLists(dwarfinfo, theirs,
-                                   lambda sec: sec.stream.getvalue()[:offset] + b"\x7f")
+        unknown = RawLocationLists(
+            dwarfinfo, theirs, lambda sec, at, size: (sec.stream.getvalue()[:offset] + b"\x7f")[at:at + size])
         assert unknown.get_location_list_at_offset(offset, die) == \
             theirs.get_location_list_at_offset(offset, die)

@@ -189,6 +189,7 @@ def test_lazy_dwarf_sections_read_what_pyelftools_reads(inlined_bin):
         assert not _was_read(lazy.debug_line_sec)
         assert dies(lazy) == dies(reference) and dies(lazy)
         assert not _was_read(lazy.debug_line_sec)      # DIEs need no line program
+        assert not _was_read_whole(lazy.debug_info_sec)     # parsed from the file as it went
         rows = [[e.state and (e.state.address, e.state.line) for e in
                  info.line_program_for_CU(cu).get_entries()]
                 for info in (lazy, reference) for cu in info.iter_CUs()]
@@ -197,4 +198,30 @@ def test_lazy_dwarf_sections_read_what_pyelftools_reads(inlined_bin):
 
 
 def _was_read(descriptor) -> bool:
-    return tuple.__getitem__(descriptor, 0)._stream is not None
+    loader = tuple.__getitem__(descriptor, 0)
+    return loader._whole is not None or loader._window is not None
+
+
+def _was_read_whole(descriptor) -> bool:
+    return tuple.__getitem__(descriptor, 0)._whole is not None
+
+
+def test_a_section_read_in_pieces_then_whole_reads_the_same(inlined_bin):
+    from gs_cgen.dwarf.elf import dwarf_section_bytes, dwarf_section_read
+    with open(inlined_bin, "rb") as f:
+        reference = ELFFile(f).get_section_by_name(".debug_info").data()
+    section = ElfImage(inlined_bin).dwarf_info().debug_info_sec
+    assert dwarf_section_read(section, len(reference) - 4, 9) == reference[-4:]
+    assert not _was_read_whole(section)
+    # Pieces (each counted as a page at least) adding up to half this small
+    # section: from then on it is read whole, once.
+    stream = section.stream
+    stream.seek(5)
+    assert stream.read(7) == reference[5:12]
+    assert _was_read_whole(section)
+    stream.seek(-3, 2)
+    assert stream.read(10) == reference[-3:]          # short at the end, as a file is
+    assert dwarf_section_read(section, 2, 9) == reference[2:11]
+    assert dwarf_section_bytes(section) == reference
+    stream.seek(0)
+    assert stream.read() == reference
