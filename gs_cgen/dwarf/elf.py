@@ -96,12 +96,14 @@ _KINDS = {kind.value: kind for kind in SymbolKind}
 class SymbolTable:
     """name -> symbols and address -> enclosing function."""
 
-    def __init__(self, rows: list[SymbolRow]) -> None:
+    def __init__(self, rows: list[SymbolRow], name_order: list[int] | None = None) -> None:
+        """`name_order`: the row numbers sorted by name (see name_order)."""
         self._rows = rows
         self._made: dict[int, Symbol] = {}
-        self._numbers: dict[str, list[int]] = {}     # name -> row numbers
-        for i, row in enumerate(rows):
-            self._numbers.setdefault(row[0], []).append(i)
+        # Look-ups bisect the rows in name order: a dict of every name took
+        # ~6 ms for libpython's 14k, for the handful a look-up asks for.
+        self._order = name_order if name_order is not None else name_order_of(rows)
+        self._name_of = lambda i: rows[i][0]
         self.by_name: Mapping[str, list[Symbol]] = _SymbolsByName(self)
 
     @functools.cached_property
@@ -122,38 +124,49 @@ class SymbolTable:
             symbol = self._made[i] = Symbol(row[0], row[1], row[2], _KINDS[row[3]], *row[4:])
         return symbol
 
+    def numbers_named(self, name: str) -> list[int]:
+        """Row numbers of the symbols called `name`, in table order."""
+        order, rows = self._order, self._rows
+        i = bisect.bisect_left(order, name, key=self._name_of)
+        found = []
+        while i < len(order) and rows[order[i]][0] == name:
+            found.append(order[i])
+            i += 1
+        return found
+
+    def _names_starting(self, prefix: str) -> list[str]:
+        """The names that start with `prefix`, in the order they first
+        appear in the table."""
+        order, rows = self._order, self._rows
+        i = bisect.bisect_left(order, prefix, key=self._name_of)
+        first: dict[str, int] = {}
+        while i < len(order) and rows[order[i]][0].startswith(prefix):
+            first.setdefault(rows[order[i]][0], order[i])
+            i += 1
+        return sorted(first, key=first.__getitem__)
+
     def named(self, name: str, kind: SymbolKind) -> list[Symbol]:
         """Symbols that answer to `name`, which may carry a version
         (`memcpy@GLIBC_2.2.5`); a bare name wants the default version."""
         spelling = parse_spelling(name)
-        found = (self._symbol(i) for i in self._numbers.get(spelling.name, ())
+        found = (self._symbol(i) for i in self.numbers_named(spelling.name)
                  if self._rows[i][3] == kind.value)
         return [s for s in found if _placed(s) and matches(spelling, s.version, s.hidden)]
 
     def suffixed_names(self, name: str) -> list[str]:
         """Names that are `name` plus a dotted suffix (GCC's clones
         `f.constprop.0`, function-level statics `counter.1`), in table order."""
-        prefix = name + "."
-        dotted = self._dotted_names
-        i = bisect.bisect_left(dotted, prefix)
-        found = []
-        while i < len(dotted) and dotted[i].startswith(prefix):
-            found.append(dotted[i])
-            i += 1
-        # Table order is the order names first appear in (self._numbers).
-        return sorted(found, key=lambda n: self._numbers[n][0])
-
-    @functools.cached_property
-    def _dotted_names(self) -> list[str]:
-        # The names with a dot, sorted: one pass per table instead of a
-        # scan of all names per look-up (8 ms each on libpython's 14k).
-        return sorted(n for n in self._numbers if "." in n)
+        return self._names_starting(name + ".")
 
     @functools.cached_property
     def mangled_names(self) -> tuple[str, ...]:
         """Names in the Itanium C++ ABI's mangling (`_Z...`), clones
         (`_Z...Ei.isra.0`) included; none in a C module."""
-        return tuple(name for name in self._numbers if name.startswith("_Z"))
+        return tuple(self._names_starting("_Z"))
+
+    @functools.cached_property
+    def _distinct_names(self) -> dict[str, None]:
+        return dict.fromkeys(row[0] for row in self._rows)
 
     def _all(self):
         return (self._symbol(i) for i in range(len(self._rows)))
@@ -187,22 +200,26 @@ class SymbolTable:
 
 
 class _SymbolsByName(Mapping):
-    """name -> its symbols, each made when first asked for."""
+    """name -> its symbols, each made when first asked for; names in the
+    order they first appear in the table."""
 
     def __init__(self, table: SymbolTable) -> None:
         self._table = table
 
     def __getitem__(self, name: str) -> list[Symbol]:
-        return [self._table._symbol(i) for i in self._table._numbers[name]]
+        numbers = self._table.numbers_named(name)
+        if not numbers:
+            raise KeyError(name)
+        return [self._table._symbol(i) for i in numbers]
 
     def __iter__(self):
-        return iter(self._table._numbers)
+        return iter(self._table._distinct_names)
 
     def __len__(self) -> int:
-        return len(self._table._numbers)
+        return len(self._table._distinct_names)
 
     def __contains__(self, name) -> bool:
-        return name in self._table._numbers
+        return isinstance(name, str) and bool(self._table.numbers_named(name))
 
 
 # DWARFInfo's keyword -> the section (pyelftools' get_dwarf_info list).
@@ -351,13 +368,22 @@ def _lazy_descriptor_type():
     return LazySection
 
 
-def _symbol_rows_sound(rows) -> bool:
+def name_order_of(rows: list[SymbolRow]) -> list[int]:
+    """Row numbers sorted by name; equal names keep their table order."""
+    return sorted(range(len(rows)), key=lambda i: rows[i][0])
+
+
+def _symbol_entry_sound(entry) -> bool:
     # A cached value of the wrong shape counts as absent (cache.py). The
     # entry's CRC and format version already vouch for its bytes; every row
     # was written by one _read_symbols, so the first and last show the shape.
-    return isinstance(rows, list) and all(
+    if not (isinstance(entry, tuple) and len(entry) == 2):
+        return False
+    rows, order = entry
+    return isinstance(rows, list) and isinstance(order, list) and len(order) == len(rows) and all(
         isinstance(row, tuple) and len(row) == 9 and isinstance(row[0], str) and row[3] in _KINDS
-        for row in rows[:1] + rows[-1:])
+        for row in rows[:1] + rows[-1:]) and all(
+        isinstance(i, int) and 0 <= i < len(rows) for i in order[:1] + order[-1:])
 
 
 def _placed(symbol: Symbol) -> bool:
@@ -468,25 +494,27 @@ class ElfImage:
     @property
     def symbols(self) -> SymbolTable:
         if self._symbols is None:
-            self._symbols = SymbolTable(self._cached_symbol_rows())
+            self._symbols = self._cached_symbol_table()
         return self._symbols
 
-    def _cached_symbol_rows(self) -> list[SymbolRow]:
-        """The rows, from the index cache by build-id for a large table
-        (libpython's 14k decode in ~25 ms and load in ~8 ms)."""
+    def _cached_symbol_table(self) -> SymbolTable:
+        """The table, from the index cache by build-id when large
+        (libpython's 14k rows decode in ~25 ms and load in ~8 ms), with
+        the rows' name order."""
         table = self._symtab_image.section(".symtab") or self.section(".dynsym")
         cache = open_index_cache(self.build_id, table.size if table else 0,
                                  cache_mod.MIN_SYMBOL_TABLE)
         if cache is None:
-            return self._symbol_rows()
+            return SymbolTable(self._symbol_rows())
         # Named by the table read: the same build-id has only .dynsym until
         # its separate debug file (with .symtab) is installed.
         name = "symbols-symtab" if self.has_symtab else "symbols-dynsym"
-        rows = cache.load(name)
-        if not _symbol_rows_sound(rows):
+        entry = cache.load(name)
+        if not _symbol_entry_sound(entry):
             rows = self._symbol_rows()
-            cache.store(name, rows)
-        return rows
+            entry = (rows, name_order_of(rows))
+            cache.store(name, entry)
+        return SymbolTable(*entry)
 
     def _symbol_rows(self) -> list[SymbolRow]:
         # .symtab has the local (static) functions too; .dynsym is what

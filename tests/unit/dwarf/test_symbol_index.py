@@ -30,3 +30,22 @@ def test_clone_is_found_by_its_base_name(binaries):
     assert "scale.constprop.0" in table.suffixed_names("scale")
     assert table.suffixed_names("scale.constprop") == ["scale.constprop.0"]
     assert table.suffixed_names("scal") == []
+
+
+@pytest.mark.parametrize("which", ["O2", "libc"])
+def test_names_look_up_as_a_scan_of_the_rows_would(binaries, which):
+    # Look-ups bisect the rows in name order: the same rows, in table
+    # order, as collecting them name by name.
+    table = ElfImage(process_libc() if which == "libc" else binaries[which]).symbols
+    scanned: dict[str, list[int]] = {}
+    for i, row in enumerate(table._rows):
+        scanned.setdefault(row[0], []).append(i)
+    assert list(table.by_name) == list(scanned) and len(table.by_name) == len(scanned)
+    for name, numbers in scanned.items():
+        assert table.numbers_named(name) == numbers, name
+        assert name in table.by_name
+    if which == "libc":                  # file-local statics of one name in many files
+        assert any(len(numbers) > 1 for numbers in scanned.values())
+    for absent in ("no_such_name", "", "\uffff"):
+        assert table.numbers_named(absent) == [] and absent not in table.by_name
+    assert table.mangled_names == tuple(n for n in scanned if n.startswith("_Z"))
