@@ -305,6 +305,8 @@ def main() -> None:
         click.echo(f"gs-cgen: internal error: {type(exc).__name__}: {exc} "
                    "(set GS_CGEN_DEBUG=1 for a traceback; probes were removed)", err=True)
         sys.exit(EXIT_USER_ERROR)
+    finally:
+        gcpolicy.finish()
 
 
 if __name__ == "__main__":

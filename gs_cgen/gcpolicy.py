@@ -8,7 +8,10 @@ same reason. Start-up therefore collects rarely; once a trace is attached,
 what start-up made is frozen out of the collector's view (`gc.freeze`)
 and the default thresholds come back for the session's own garbage.
 `start_up` runs when gs_cgen.cli is imported, before click and the rest:
-the imports alone triggered ~20 collections.
+the imports alone triggered ~20 collections. When the command is done,
+`finish` freezes what is left, so the collection the interpreter makes
+as it shuts down has nothing to scan: over an `info` on libpython's
+objects it took ~60 ms, a third of the whole run.
 """
 from __future__ import annotations
 
@@ -27,3 +30,9 @@ def steady() -> None:
     takes ~80 ms over a trace's ~50k objects and finds a few hundred."""
     gc.freeze()
     gc.set_threshold(*_defaults)
+
+
+def finish() -> None:
+    """The command is over (its output flushed, its probes detached): only
+    the interpreter's shutdown follows, which needs no cycle collected."""
+    gc.freeze()

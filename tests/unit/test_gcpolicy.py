@@ -29,3 +29,22 @@ def test_start_up_collects_rarely_and_a_trace_gets_the_defaults_back():
     assert seen["after"] == seen["defaults"]
     assert seen["frozen"] > 1000            # the imported modules' objects, out of every scan
     assert seen["collections"] < 5          # importing the CLI alone used to trigger ~20
+
+
+_FINISH = """
+import gc, sys
+import gs_cgen.cli
+sys.argv = ["gs-cgen", "--version"]
+try:
+    gs_cgen.cli.main()
+except SystemExit:
+    pass
+print(gc.get_freeze_count(), sum(gc.get_count()))
+"""
+
+
+def test_a_finished_command_leaves_nothing_for_the_shutdown_collection():
+    out = subprocess.run([sys.executable, "-c", _FINISH], capture_output=True, text=True,
+                         check=True).stdout.split()
+    frozen, tracked_since = int(out[-2]), int(out[-1])
+    assert frozen > 1000 and tracked_since < 100
