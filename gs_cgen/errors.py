@@ -2,7 +2,6 @@
 them into messages on stderr and exit codes."""
 from __future__ import annotations
 
-import difflib
 
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.source import SourceSpan
@@ -71,6 +70,7 @@ def nearest(name: str, pool, limit: int = 5) -> tuple[str, ...]:
     """Closest spellings of `name` in `pool`, best first. A C++ name in the
     pool (`geo::Shape::area`) is also close when its last component is
     close to `name`'s (`aera`, `Shape::aera`)."""
+    import difflib  # noqa: PLC0415 - only an error needs it (~1.7 ms to import)
     pool = list(pool)
     found = difflib.get_close_matches(name, pool, n=limit, cutoff=0.6)
     leaves: dict[str, list[str]] = {}
