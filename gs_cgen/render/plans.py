@@ -4,7 +4,8 @@ The general path (decode.py → value trees → lines.py) costs tens of
 microseconds per event. Most events are simpler: every value read fine
 and is a number. For those a probe gets, once, a `struct.Struct` that
 unpacks the header fields, the executed-lines bitmap and each value's status
-byte and number in one call, and per line a %-format string. Anything
+byte and number in one call, and per line a %-format string, compiled
+into a function of those fields (render/formatter.py). Anything
 else in an event (a failed read, a string, a struct, a dump, a backtrace, a
 failed condition) sends that event down the general path, so the text is
 the same either way: tests/unit/render/test_plans.py holds the two to it.
@@ -23,6 +24,7 @@ from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import (ExprLine, FormatLine, MemoryCapture, ProbePlan, ScalarCapture,
                                 ScriptString, SlotRef, ValueSlot)
 from gs_cgen.render.decode import decode, memory_value, scalar_value
+from gs_cgen.render.formatter import compile_format
 from gs_cgen.render.lines import render_json, render_lines
 from gs_cgen.render.text import escape_bytes, format_value, value_json
 from gs_cgen.script.ast import FormatKind
@@ -243,15 +245,6 @@ def _getter(indices) -> Callable:
     return itemgetter(*indices)
 
 
-def _arguments(indices, converters) -> Callable:
-    """unpacked tuple -> the %-format arguments, converted where needed."""
-    pick = _getter(indices)
-    if not any(converters):
-        return pick
-    converters = tuple(converters)
-    return lambda fields: tuple(c(v) if c else v for c, v in zip(converters, pick(fields)))
-
-
 def _json_escaped(text: Callable[[int], str]) -> Callable[[int], str]:
     return lambda number: _json_text(text(number))
 
@@ -317,7 +310,7 @@ def _plain_renderer(plan: _Plan, general: Renderer) -> Renderer:
     read = plan.reader.unpack_from
     # Tuples, unpacked in the loop: cheaper than attribute lookups per event.
     steps = tuple((line.word, line.mask, line.general, _getter(line.statuses), line.zeros,
-                   line.plain + "\n", _arguments(line.values, line.text_converters))
+                   compile_format(line.plain + "\n", line.values, line.text_converters))
                   for line in plan.lines)
     if len(steps) == 1 and not steps[0][2]:
         return _plain_single_line(read, plan.reader.size, steps[0], general)
@@ -329,25 +322,25 @@ def _plain_renderer(plan: _Plan, general: Renderer) -> Renderer:
             return general(buffer, offset, size)
         fields = read(buffer, offset)
         out = []
-        for word, mask, only_general, statuses, zeros, fmt, args in steps:
+        for word, mask, only_general, statuses, zeros, text in steps:
             if fields[word] & mask:
                 if only_general or statuses(fields) != zeros:
                     return general(buffer, offset, size)
-                out.append(fmt % args(fields))
+                out.append(text(fields))
         return "".join(out), len(out)
     return plain
 
 
 def _plain_single_line(read, need: int, step, general: Renderer) -> Renderer:
     """The common probe: one `print`."""
-    word, mask, _, statuses, zeros, fmt, args = step
-    return _one_format(read, need, word, mask, statuses, zeros, fmt, args, general)
+    word, mask, _, statuses, zeros, text = step
+    return _one_line(read, need, word, mask, statuses, zeros, text, general)
 
 
-def _one_format(read, need: int, word: int, mask: int, statuses, zeros, fmt: str, args,
-                general: Renderer) -> Renderer:
-    """An event of one `print` rendered by one %-format when the line ran
-    and every value read fine; anything else goes the general way."""
+def _one_line(read, need: int, word: int, mask: int, statuses, zeros, text,
+              general: Renderer) -> Renderer:
+    """An event of one `print` rendered by one compiled format when the
+    line ran and every value read fine; anything else goes the general way."""
     def render(buffer, offset: int, size: int) -> tuple[str, int]:
         if size < need:
             return general(buffer, offset, size)
@@ -356,7 +349,7 @@ def _one_format(read, need: int, word: int, mask: int, statuses, zeros, fmt: str
             return "", 0
         if statuses(fields) != zeros:
             return general(buffer, offset, size)
-        return fmt % args(fields), 1
+        return text(fields), 1
     return render
 
 
@@ -366,10 +359,11 @@ def _json_renderer(plan: _Plan, probe: ProbePlan, general: Renderer) -> Renderer
             ', "pid": %d, "tid": %d, "timestamp_ns": %d, "lines": [')
     if len(lines) == 1 and not lines[0].general:
         return _json_single_line(read, plan, head, general)
-    header = _getter(plan.header)
+    header = compile_format(head, plan.header)
     steps = tuple((line.word, line.mask, line.general, _getter(line.statuses), line.zeros,
-                   '"' + line.json_line + '"', _arguments(line.values, line.json_line_converters),
-                   line.json_values, _arguments(line.values, line.json_value_converters))
+                   compile_format('"' + line.json_line + '"', line.values, line.json_line_converters),
+                   line.json_values and compile_format(line.json_values, line.values,
+                                                       line.json_value_converters))
                   for line in lines)
 
     need = plan.reader.size
@@ -379,29 +373,27 @@ def _json_renderer(plan: _Plan, probe: ProbePlan, general: Renderer) -> Renderer
             return general(buffer, offset, size)
         fields = read(buffer, offset)
         texts, values = [], []
-        for word, mask, only_general, statuses, zeros, text, text_args, value, value_args in steps:
+        for word, mask, only_general, statuses, zeros, text, value in steps:
             if fields[word] & mask:
                 if only_general or statuses(fields) != zeros:
                     return general(buffer, offset, size)
-                texts.append(text % text_args(fields))
+                texts.append(text(fields))
                 if value:
-                    values.append(value % value_args(fields))
+                    values.append(value(fields))
         if not texts:
             return "", 0
-        return (head % header(fields) + ", ".join(texts) + '], "values": [' +
+        return (header(fields) + ", ".join(texts) + '], "values": [' +
                 ", ".join(values) + "]}\n"), 1
     return as_json
 
 
 def _json_single_line(read, plan: _Plan, head: str, general: Renderer) -> Renderer:
-    """One `print`: the whole object is one %-format over one tuple (header
-    fields, the line's arguments, the values' arguments)."""
+    """One `print`: the whole object is one compiled format over the header
+    fields, the line's values and the values' entries."""
     line = plan.lines[0]
     word, mask, statuses, zeros = line.word, line.mask, _getter(line.statuses), line.zeros
-    fmt = f'{head}"{line.json_line}"], "values": [{line.json_values}]}}\n'
-    arguments = _arguments(plan.header + line.values * 2,
-                           (None,) * len(plan.header) + line.json_line_converters
-                           + line.json_value_converters)
-
-    return _one_format(read, plan.reader.size, word, mask, statuses, zeros, fmt, arguments,
-                       general)
+    text = compile_format(f'{head}"{line.json_line}"], "values": [{line.json_values}]}}\n',
+                          plan.header + line.values * 2,
+                          (None,) * len(plan.header) + line.json_line_converters
+                          + line.json_value_converters)
+    return _one_line(read, plan.reader.size, word, mask, statuses, zeros, text, general)
