@@ -97,7 +97,7 @@ class SymbolTable:
     """name -> symbols and address -> enclosing function."""
 
     def __init__(self, rows: list[SymbolRow], name_order: list[int] | None = None) -> None:
-        """`name_order`: the row numbers sorted by name (see name_order)."""
+        """`name_order`: the row numbers sorted by name (name_order_of)."""
         self._rows = rows
         self._made: dict[int, Symbol] = {}
         # Look-ups bisect the rows in name order: a dict of every name took
@@ -288,10 +288,10 @@ class _SectionLoader:
         return self.get().getvalue()[offset:offset + size]
 
     def _read_ahead(self) -> None:
-        # Pieces of a file that is not in the page cache would be read from
-        # the disk one by one (146 CU headers across libpython's .debug_info
-        # cost ~45 ms so); asked for at once, the kernel reads the section
-        # in large requests while we go on. ~0.2 ms when it is cached.
+        # Pieces of a file that is not in the page cache are read from the
+        # disk one request each (libpython's 146 CU headers read so took
+        # ~45 ms); asked for at once, the kernel reads the section in large
+        # requests while we go on. ~0.2 ms when it is cached.
         try:
             os.posix_fadvise(self._file.fileno(), self._offset, self._size, os.POSIX_FADV_WILLNEED)
         except OSError:
