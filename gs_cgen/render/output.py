@@ -53,10 +53,19 @@ class EventWriter:
 
     def flush(self) -> None:
         stream = self.stream or sys.stdout
-        if self.chunks:
-            text = "".join(self.chunks)
-            self.chunks.clear()
-            stream.write(text)
+        chunks, self.chunks[:] = self.chunks[:], ()
+        binary = getattr(stream, "buffer", None)
+        if chunks and binary is not None:
+            # Each chunk encoded while small, then one join: joining the
+            # text first and having the text layer encode the whole batch
+            # copied it twice more (~0.2 µs an event of JSON here).
+            stream.flush()                      # what was printed before goes first
+            encoding, errors = stream.encoding, stream.errors or "strict"
+            binary.write(b"".join([chunk.encode(encoding, errors) for chunk in chunks]))
+            binary.flush()
+            return
+        if chunks:
+            stream.write("".join(chunks))
         stream.flush()
 
 
