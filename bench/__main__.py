@@ -5,7 +5,7 @@ and each goal met or not, then the detail tables.
 
     .venv/bin/python -m bench [--quick] [--only hit,count,python,info,events,growth]
 
-Root.  The full run takes about 5-8 minutes, --quick under 2.  Workloads run
+Root.  The full run takes about 4-8 minutes, --quick under 2.  Workloads run
 on the last CPU, tracers on the others.  A benchmark, not a test: it never
 fails because a number is bad, only when it cannot measure.
 """
