@@ -3,8 +3,9 @@ condition that is never true, at an emulated instruction (nop) and a
 single-stepped one (mov) of target.c, and on PyDict_SetItem in python3.11.
 
 Rounds interleave the tracers (each round: the untraced loop, then every
-tracer once, the order rotated by one from round to round) so that a change in the machine's load hits them alike; the
-figure is the median over rounds of (traced - untraced of that round) / N.
+tracer once, the order rotated by one from round to round) so that a
+change in the machine's load hits them alike; the figure is the median
+over rounds of (traced - untraced of that round) / N.
 The attach times of the same runs are the "script -> probes attached" rows.
 """
 from __future__ import annotations

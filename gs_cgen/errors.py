@@ -2,7 +2,6 @@
 them into messages on stderr and exit codes."""
 from __future__ import annotations
 
-
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.source import SourceSpan
 

@@ -73,15 +73,15 @@ def _entries_v4(data: bytes, origin: int, address_size: int) -> list:
     # in the section, as pyelftools' do.
     r, out, max_address = ByteReader(data, 0), [], (1 << (8 * address_size)) - 1
     while True:
-        start = origin + r.pos
+        start = r.pos
         begin, end = _address(r, address_size), _address(r, address_size)
         if begin == 0 and end == 0:
             return out
         if begin == max_address:
-            out.append(BaseAddressEntry(start, origin + r.pos - start, end))
+            out.append(BaseAddressEntry(origin + start, r.pos - start, end))
             continue
         expr = _bytes(r, r.u(2))
-        out.append(LocationEntry(start, origin + r.pos - start, begin, end, expr, False))
+        out.append(LocationEntry(origin + start, r.pos - start, begin, end, expr, False))
 
 
 def _entries_v5(data: bytes, origin: int, address_size: int, address_at: Callable) -> list:
