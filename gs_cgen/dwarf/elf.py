@@ -238,6 +238,9 @@ _PYELFTOOLS_ONLY = (".zdebug_info", ".gnu_debugaltlink", ".debug_sup")
 _SHF_COMPRESSED = 0x800
 
 
+_BEYOND_THE_FILE = "a DWARF section extends beyond the end of its file"
+
+
 class _SectionLoader:
     """A section's bytes: read whole (a BytesIO, for the raw decoders) on
     first use of `get`; until then pyelftools reads only what it parses,
@@ -260,7 +263,7 @@ class _SectionLoader:
         if self._whole is None:
             data = os.pread(self._file.fileno(), self._size, self._offset)
             if len(data) != self._size:
-                raise DebugInfoError("a DWARF section extends beyond the end of its file")
+                raise DebugInfoError(_BEYOND_THE_FILE)
             self._whole = io.BytesIO(data)
         return self._whole
 
@@ -283,8 +286,11 @@ class _SectionLoader:
             if not self._read_apart:
                 self._read_ahead()
             self._read_apart += max(size, 4096)
-            return os.pread(self._file.fileno(), max(0, min(size, self._size - offset)),
-                            self._offset + offset)
+            want = max(0, min(size, self._size - offset))
+            data = os.pread(self._file.fileno(), want, self._offset + offset)
+            if len(data) != want:
+                raise DebugInfoError(_BEYOND_THE_FILE)
+            return data
         return self.get().getvalue()[offset:offset + size]
 
     def _read_ahead(self) -> None:

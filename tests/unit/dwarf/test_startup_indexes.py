@@ -225,3 +225,22 @@ def test_a_section_read_in_pieces_then_whole_reads_the_same(inlined_bin):
     assert dwarf_section_bytes(section) == reference
     stream.seek(0)
     assert stream.read() == reference
+
+
+def test_a_section_past_the_end_of_its_file_is_said_so_in_pieces_too(inlined_bin, tmp_path):
+    import struct
+    from gs_cgen.dwarf.elf import dwarf_section_read
+    from gs_cgen.errors import DebugInfoError
+    # .debug_info's header claims 16 MiB more than the file holds.
+    data = bytearray(open(inlined_bin, "rb").read())
+    index = next(i for i, s in enumerate(ElfImage(inlined_bin).sections) if s.name == ".debug_info")
+    shoff, (shentsize,) = struct.unpack_from("<Q", data, 0x28)[0], struct.unpack_from("<H", data, 0x3A)
+    size_at = shoff + index * shentsize + 0x20
+    real_size = struct.unpack_from("<Q", data, size_at)[0]
+    struct.pack_into("<Q", data, size_at, real_size + (1 << 24))
+    patched = tmp_path / "patched"
+    patched.write_bytes(bytes(data))
+    info = ElfImage(str(patched)).dwarf_info().debug_info_sec
+    assert dwarf_section_read(info, 0, 4) == bytes(data[info.global_offset:info.global_offset + 4])
+    with pytest.raises(DebugInfoError, match="extends beyond the end of its file"):
+        dwarf_section_read(info, real_size + (1 << 20), 64)
