@@ -49,3 +49,17 @@ def test_names_look_up_as_a_scan_of_the_rows_would(binaries, which):
     for absent in ("no_such_name", "", "\uffff"):
         assert table.numbers_named(absent) == [] and absent not in table.by_name
     assert table.mangled_names == tuple(n for n in scanned if n.startswith("_Z"))
+
+
+@pytest.mark.parametrize("which", ["O2", "libc"])
+def test_name_lists_equal_those_of_the_symbols(binaries, which):
+    from gs_cgen.dwarf.elf import SymbolKind
+    table = ElfImage(process_libc() if which == "libc" else binaries[which]).symbols
+    symbols = [s for name in table.by_name for s in table.by_name[name]]
+    for kind in SymbolKind:
+        placed = {s.name for s in symbols if s.kind is kind and (s.address or kind is SymbolKind.TLS)}
+        assert table.names(kind) == sorted(placed)
+        assert table.versioned_names(kind) == sorted(
+            {s.spelling for s in symbols if s.kind is kind and s.address and s.version})
+    if which == "libc":
+        assert table.versioned_names(SymbolKind.FUNC)
