@@ -53,7 +53,8 @@ class EventWriter:
 
     def flush(self) -> None:
         stream = self.stream or sys.stdout
-        chunks, self.chunks[:] = self.chunks[:], ()
+        chunks = self.chunks[:]
+        self.chunks.clear()             # the same list: the tracer appends to it
         binary = getattr(stream, "buffer", None)
         if chunks and binary is not None:
             # Each chunk encoded while small, then one join: joining the
