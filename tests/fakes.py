@@ -143,6 +143,11 @@ class FakeModule:
     def describe_address(self, vaddr: int) -> CodeLocation:
         return CodeLocation(self.check_code_address(vaddr), None, None)
 
+    def line_at(self, vaddr: int) -> tuple[str | None, int | None]:
+        rows = [(s.file, s.line) for sites in self.lines.values() for s in sites
+                if s.address == vaddr]
+        return rows[0] if rows else (None, None)
+
     def plt_stub_name(self, vaddr: int) -> str | None:
         return None         # fake modules have no PLT
 

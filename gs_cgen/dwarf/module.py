@@ -763,9 +763,8 @@ class ModuleDebugInfo:
 
     def describe_address(self, vaddr: int) -> CodeLocation:
         """Function and source line of an instruction (gdb's `info symbol`
-        + `info line`): the line-table row with the largest address not
-        above `vaddr` in the same sequence. The function is named as DWARF
-        names it (`__libc_malloc`, not its alias `malloc`), as gdb's `bt`."""
+        + `info line`). The function is named as DWARF names it
+        (`__libc_malloc`, not its alias `malloc`), as gdb's `bt`."""
         symbol = self._elf.symbols.function_at(vaddr)
         function = symbol.name if symbol else self.plt_stub_name(vaddr)
         if not self.has_debug_info:
@@ -773,9 +772,15 @@ class ModuleDebugInfo:
         described = self._dwarf.function_at(vaddr)
         if described is not None and described[1].name:
             function = described[1].name
-        cu = self._dwarf.cu_for_address(vaddr)
+        return CodeLocation(function, *self.line_at(vaddr))
+
+    def line_at(self, vaddr: int) -> tuple[str | None, int | None]:
+        """(file, line) of an instruction, as gdb's `info line *ADDR` and
+        `break` report it: the line-table row with the largest address not
+        above `vaddr` in the same sequence; (None, None) where no row is."""
+        cu = self._dwarf.cu_for_address(vaddr) if self.has_debug_info else None
         if cu is None:
-            return CodeLocation(function, None, None)
+            return None, None
         table = self._dwarf.line_table(cu.cu_offset)
         best = None
         for row in table.rows:
@@ -791,8 +796,8 @@ class ModuleDebugInfo:
                              (row.address == best.address and (row.is_stmt or not best.is_stmt))):
                 best = row
         if best is None:
-            return CodeLocation(function, None, None)
-        return CodeLocation(function, table.files.get(best.file), best.line)
+            return None, None
+        return table.files.get(best.file), best.line
 
     def source_frames_at(self, vaddr: int, frame_die: int | None = None,
                          skip_at_entry: bool = False) -> list[SourceFrame]:

@@ -78,9 +78,18 @@ def _functions(name: str, modules: ModuleSet) -> list[_Found]:
         functions = module.find_functions(name)
     else:
         functions = _in_default(name, modules)
-    return [_Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
+    return [_Found(module, f.probe_address, f.name, *_probe_line(module, f),
                    no_variables=f.no_variables, frame_die=f.frame_die, entry=_entry(f))
             for f in sorted(functions, key=lambda f: f.probe_address)]
+
+
+def _probe_line(module, function) -> tuple[str | None, int | None]:
+    """The source line of the probe address, as gdb's `break FUNC` reports
+    it (after an -O0 prologue, the function's first statement; in optimized
+    code possibly a line of a function inlined there); the declaration's
+    line where the line table has none."""
+    file, line = module.line_at(function.probe_address)
+    return (file, line) if line else (function.decl_file, function.decl_line)
 
 
 def _entry(function) -> int | None:
@@ -108,7 +117,7 @@ def _ifunc_implementation(module, ifunc, modules: ModuleSet) -> _Found:
     chose in the process (the resolver itself runs once, at load)."""
     choice = modules.choose_ifunc(module, ifunc)
     f = module.function_site_at(choice.address, ifunc.name)
-    return _Found(module, f.probe_address, f.name, f.decl_file, f.decl_line,
+    return _Found(module, f.probe_address, f.name, *_probe_line(module, f),
                   f"IFUNC, chosen by {choice.chosen_by}", f.no_variables, f.frame_die, _entry(f))
 
 

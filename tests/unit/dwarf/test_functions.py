@@ -7,6 +7,9 @@ import pytest
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.errors import DebugInfoError
+from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.plan.sites import resolve_sites
+from gs_cgen.script.parser import parse
 
 FUNCTIONS = ("add", "scale", "sum_array", "move_point", "main", "util_a", "util_b")
 BUILDS = ("O0", "O2", "O0-dwarf4", "O2-dwarf4")
@@ -19,6 +22,21 @@ def test_probe_address_matches_gdb_breakpoint(binaries, gdb_breaks, build):
     for name in FUNCTIONS:
         (site,) = module.find_functions(name)
         assert site.probe_address == expected[name][0], name
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_site_line_is_gdbs_breakpoint_line(binaries, gdb_breaks, build):
+    """`trace NAME` and `info function NAME` show the line gdb's `break
+    NAME` reports: the probe address's line (after an -O0 prologue, the
+    first statement), not the declaration's."""
+    module = open_module(binaries[build])
+    expected = gdb_breaks(binaries[build], FUNCTIONS)
+    modules = ModuleSet.of(module)
+    for name in FUNCTIONS:
+        ((_, site),) = resolve_sites(parse(f"trace {name} {{ }}").traces[0], modules, 0)
+        assert (site.address, site.source_line) == expected[name], name
+        assert site.source_file == module.line_at(site.address)[0]
+    assert any(s.decl_line != expected[n][1] for n in FUNCTIONS for s in module.find_functions(n))
 
 
 @pytest.mark.parametrize("build", ("O0", "O0-dwarf4"))
