@@ -7,7 +7,8 @@ module (gdb finds the call site by the return address, wherever it is).
 """
 from __future__ import annotations
 
-from gs_cgen.dwarf.expression import CONSTANT_OPS, breg_operands, decode_ops, numbered, register_operand
+from gs_cgen.dwarf.expression import (CONSTANT_OPS, breg_operands, decode_ops, is_simd, numbered,
+                                      register_operand)
 from gs_cgen.dwarf.index import DwarfIndex, die_name
 from gs_cgen.dwarf.model import ValueExpression, register_name
 
@@ -141,8 +142,24 @@ def _argument(call_site, register: int, structs, written, saved=None) -> ValueEx
         if value_attr is None:
             return None
         ops = decode_ops(value_attr.value, structs)
-        return translate_value(ops, written, saved) if isinstance(ops, list) else None
+        if not isinstance(ops, list):
+            return None
+        return _simd_argument(ops) if is_simd(register) else translate_value(ops, written, saved)
     return None
+
+
+def _simd_argument(ops) -> ValueExpression | None:
+    """What a caller passed in a SIMD register (a float or double), as the
+    register's bits: a constant only. GCC writes a float constant as one
+    DW_OP_const_type, whose bits are the value; anything computed would be
+    floating-point arithmetic or an integer's bits, which no probe may take
+    for the number."""
+    values = [op for op in ops if op.op_name != "DW_OP_stack_value"]
+    if len(values) == 1 and values[0].op_name in ("DW_OP_const_type", "DW_OP_GNU_const_type"):
+        data = bytes(values[0].args[1])
+        return ValueExpression(("const", int.from_bytes(data, "little"))) if len(data) <= 8 else None
+    plain = translate_value(ops, frozenset())
+    return plain if plain is not None and plain.tree[0] == "const" else None
 
 
 def _caller_register(reg: int, written, saved: dict[int, tuple] | None) -> tuple | None:

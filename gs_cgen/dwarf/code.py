@@ -54,14 +54,19 @@ def check_instruction_boundary(elf, vaddr: int, plt_stub=None) -> str:
                          f"{symbol.name}")
 
 
-# System V x86-64: a call may change these (and the callee returns in rax).
-_CALL_CLOBBERED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
+# System V x86-64: a call may change these (and the callee returns in rax),
+# and every SIMD register.
+_CALL_CLOBBERED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11",
+                             *(f"xmm{n}" for n in range(16))})
 _LEGACY = {"a": "rax", "b": "rbx", "c": "rcx", "d": "rdx"}
 _INDEX = {"si": "rsi", "di": "rdi", "bp": "rbp", "sp": "rsp"}
 
 
 def canonical_register(name: str) -> str:
-    """The 64-bit register a capstone register name is part of (eax, al -> rax)."""
+    """The 64-bit register a capstone register name is part of (eax, al -> rax);
+    an SIMD register as its xmm name (ymm3, zmm3 -> xmm3)."""
+    if name[:3] in ("ymm", "zmm") and name[3:].isdigit():
+        return "xmm" + name[3:]
     if name.startswith("r") and name[1:3].rstrip("bwd").isdigit():
         return "r" + name[1:].rstrip("bwd")          # r8d, r10w, r11b
     stem = name.removeprefix("r").removeprefix("e")

@@ -30,7 +30,8 @@ from elftools.dwarf.dwarf_expr import DW_OP_opcode2name, DWARFExprParser
 
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, Composite, ComputedAddress,
                                  ComputedValue, EntryValue, ImplicitBytes, ImplicitPointer,
-                                 ImplicitValue, InRegister, OptimizedOut, Piece, StaticAddress,
+                                 ImplicitValue, InRegister, InSimdRegister, OptimizedOut, Piece,
+                                 StaticAddress,
                                  UnsupportedLocation, ValueExpression, VariableLocation,
                                  register_name)
 from gs_cgen.dwarf.tls import tls_location
@@ -219,6 +220,7 @@ class _Evaluation:
         self.pieces: list[Piece] = []
         self.location: VariableLocation | None = None      # a register or implicit location
         self.simd_what = "value"
+        self.simd_allowed = False      # inside DW_OP_entry_value: decided on the whole entry
 
     def run(self) -> VariableLocation:
         if any(op.op_name == "DW_OP_GNU_uninit" for op in self.ops):
@@ -335,7 +337,7 @@ class _Evaluation:
         """DW_OP_regval_type, DW_OP_const_type, DW_OP_convert."""
         name = op.op_name
         if name in _TYPED_REGISTER:
-            if is_simd(op.args[0]):
+            if is_simd(op.args[0]) and not self.simd_allowed:
                 raise _Stop(simd_location(op.args[0], self.simd_what))
             register, typ = op.args[0], self.base_type(op.args[1], name)
             self.push(_typed(_register(register, 0), typ), typ)
@@ -367,6 +369,7 @@ class _Evaluation:
         else:
             nested = _Evaluation(inner, self.context)
             nested.simd_what = "entry value"
+            nested.simd_allowed = True
             for index in range(len(inner)):
                 if inner[index].op_name in ("DW_OP_fbreg", "DW_OP_call_frame_cfa"):
                     self.stop(op.op_name, f"an entry value of the frame ({shape(inner)})")
@@ -375,11 +378,20 @@ class _Evaluation:
                 self.stop(op.op_name, f"an entry value of {shape(inner)}")
             entry = nested.stack[0]
         simd = sorted(r for r in registers_in(entry.tree) if is_simd(r))
-        if simd:
+        if simd and not (entry.tree == _register(simd[0], 0) and self._is_whole_value(op)):
             raise _Stop(simd_location(simd[0], "entry value"))
         if _reads_memory(entry.tree):
             self.stop(op.op_name, f"an entry value read through memory ({shape(inner)})")
         self.push(_at_entry(entry.tree), entry.type)
+
+    def _is_whole_value(self, op) -> bool:
+        """`op` computes the expression's whole value: nothing under it on
+        the stack, nothing after it but DW_OP_stack_value. A SIMD entry value
+        can be taken from a call site only so, as bits: no probe can do
+        floating-point arithmetic on it."""
+        rest = self.ops[self.ops.index(op) + 1:]
+        return not self.stack and bool(rest) and \
+            all(o.op_name == "DW_OP_stack_value" for o in rest)
 
     def address_index(self, op) -> None:
         address = self.context.debug_addr(op.args[0]) if self.context.debug_addr else None
@@ -448,7 +460,7 @@ class _Evaluation:
 
     def value(self, entry: _Entry) -> VariableLocation:
         """DW_OP_stack_value: the object's value is `entry`."""
-        if entry.type is not None and entry.type.floating:
+        if entry.type is not None and entry.type.floating and entry.tree[0] != "entry":
             self.stop("DW_OP_stack_value", "a floating-point value")
         return _value(entry.tree)
 
@@ -594,7 +606,7 @@ def _c_divide(a: int, b: int) -> int:
 # ---------------------------------------------------------- locations
 
 def _register_location(register: int) -> VariableLocation:
-    return simd_location(register) if is_simd(register) else InRegister(register)
+    return InSimdRegister(register) if is_simd(register) else InRegister(register)
 
 
 def _unreachable(tree: Tree, what: str) -> VariableLocation | None:
@@ -603,7 +615,10 @@ def _unreachable(tree: Tree, what: str) -> VariableLocation | None:
 
 
 def _value(tree: Tree) -> VariableLocation:
-    """The object's value is `tree` (DW_OP_stack_value)."""
+    """The object's value is `tree` (DW_OP_stack_value). An entry value of a
+    SIMD register is one too: the call sites may say what it was."""
+    if tree[0] == "entry":
+        return EntryValue(tree[1])
     unreachable = _unreachable(tree, "value")
     if unreachable is not None:
         return unreachable
@@ -614,8 +629,6 @@ def _value(tree: Tree) -> VariableLocation:
             return InRegister(register, offset)
         case ("static", address):
             return StaticAddress(address)
-        case ("entry", register):
-            return EntryValue(register)
     return ComputedValue(ValueExpression(tree))
 
 

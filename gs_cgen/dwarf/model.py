@@ -86,6 +86,16 @@ class EntryValue:
 
 
 @dataclass(frozen=True)
+class InSimdRegister:
+    """The value is in SIMD register N (DW_OP_reg17..32, xmm0..15) at the
+    PC. No probe can read one (struct pt_regs has none). Internal to dwarf/:
+    dwarf/resolve.py makes it the register's entry value, from the callers'
+    call sites, where the function cannot have written N yet."""
+
+    dwarf_register: int
+
+
+@dataclass(frozen=True)
 class UnsupportedLocation:
     """A location expression this version cannot evaluate in BPF (pieces,
     memory reads, typed values, SIMD registers, ...); `reason` names the

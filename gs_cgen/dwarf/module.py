@@ -595,7 +595,7 @@ class ModuleDebugInfo:
         function = hit[1]
         die = self._dwarf.die_at(function.die_offset)
         return LocationResolver(ResolveContext(
-            elf=self._elf, ranges=function.ranges, cu_offset=die.cu.cu_offset,
+            elf=self._elf, pc=pc, ranges=function.ranges, cu_offset=die.cu.cu_offset,
             call_sites=lambda: calls_to(self._dwarf, die), cfa=lambda: self._cfa_at(pc),
             saved_registers=lambda: self._frames.saved_registers_at(pc),
             locate_die=lambda offset: locate_die(self._scope_context, die,

@@ -9,11 +9,12 @@ from typing import Callable
 
 from gs_cgen.dwarf.callsites import call_site_parameter_values, call_site_values
 from gs_cgen.dwarf.code import registers_written
+from gs_cgen.dwarf.expression import is_simd, simd_location
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Composite,
                                  ComputedAddress, ComputedValue, EntryValue, ImplicitPointer,
-                                 InRegister, OptimizedOut, Piece, StaticAddress, SyntheticPointer,
-                                 UnsupportedLocation, ValueExpression, VariableLocation,
-                                 register_name)
+                                 InRegister, InSimdRegister, OptimizedOut, Piece, StaticAddress,
+                                 SyntheticPointer, UnsupportedLocation, ValueExpression,
+                                 VariableLocation, register_name)
 from gs_cgen.lazydataclass import dataclass
 
 _MAX_POINTER_DEPTH = 4          # implicit pointers to implicit pointers
@@ -24,7 +25,8 @@ class ResolveContext:
     """What resolving needs of the module, for the function holding the PC."""
 
     elf: object                                   # ElfImage: segment_of
-    ranges: list                                  # the function's address ranges
+    pc: int
+    ranges: list                                  # the function's address ranges, entry first
     cu_offset: int                                # the function's CU (CU-relative references)
     call_sites: Callable[[], list]                # () -> the DIEs of the calls to the function,
                                                   # in every CU (dwarf/callsites.py calls_to)
@@ -48,8 +50,12 @@ class LocationResolver:
 
     def resolve(self, location: VariableLocation, depth: int = 0) -> VariableLocation:
         match location:
+            case EntryValue(register) if is_simd(register):
+                return self._simd_entry(register, "entry value")
             case EntryValue(register):
                 return self._value(("entry", register))
+            case InSimdRegister(register):
+                return self._simd_register(register)
             case ComputedValue(expression):
                 return self._value(expression.tree)
             case ComputedAddress(expression):
@@ -68,6 +74,20 @@ class LocationResolver:
                     return target
                 return SyntheticPointer(target, offset)
         return location
+
+    def _simd_register(self, register: int) -> VariableLocation:
+        """No probe reads a SIMD register; but at the function's first
+        instruction, or anywhere in a function that never writes it, it
+        still holds what the caller passed, and the caller's call site may
+        say what that was (a float or double constant, mostly)."""
+        at_entry = self.context.pc == self.context.ranges[0][0]
+        if at_entry or register_name(register) not in self.written:
+            return self._simd_entry(register, "value")
+        return simd_location(register)
+
+    def _simd_entry(self, register: int, what: str) -> VariableLocation:
+        location = self._value(("entry", register))
+        return location if isinstance(location, CallSiteValue) else simd_location(register, what)
 
     # ------------------------------------------------------------ trees
     def _value(self, tree: tuple) -> VariableLocation:

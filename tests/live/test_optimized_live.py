@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from tests.gdb_oracle import gdb_values
 from tests.live.conftest import FIXTURES, compile_fixture, gs_cgen
 
 
@@ -66,3 +67,36 @@ def test_an_unreadable_float_parameter_does_not_cost_the_others(build_dir, start
     assert celsius == {"expr": "celsius", "type": "double", "value": None,
                        "status": "unavailable", "error": f"<error: {reason}>", "reason": reason}
     assert id_["status"] == "ok" and id_["value"] == 40 + bucket["value"] // 5 % 3
+
+
+def test_float_arguments_from_constant_call_sites(build_dir, start_target):
+    """-O2: f and d arrive in xmm0/xmm1, which no probe reads. At mix()'s
+    entry, and where DWARF gives f as its entry value, the caller's call
+    site says what it passed when that was a constant; gdb is the oracle for
+    each call (k tells the calls apart). The third call computes f: it is
+    unavailable, never a guess; after note(), d is in xmm1 itself."""
+    binary = compile_fixture(build_dir, "float_args.c", "-g -O2 -fPIE -pie")
+    line = next(n for n, text in enumerate((FIXTURES / "float_args.c").read_text()
+                                            .splitlines(), 1) if "LINE: after the call" in text)
+    specs = {"entry": "mix", "after": f"float_args.c:{line}"}
+    oracle = {(spec, values[2]): values[:2]
+              for spec, values in gdb_values(binary, [(s, ["f", "d", "k"]) for s in specs.values()], 12)}
+    assert oracle[("mix", "3")] == ["0.75", "-2.5"] and oracle[("mix", "7")] == ["1.5", "4"]
+    target = start_target(binary)
+    script = " ".join(f'trace {spec} {{ print "{kind}|{{}}|{{}}|{{}}", f, d, k; }}'
+                      for kind, spec in specs.items())
+    result = gs_cgen("trace", "-p", str(target.pid), "-s", script, "--max-events", "12",
+                     "--output", "plain")
+    assert result.returncode == 0, result.stderr
+    simd_d = "<error: unsupported: value in SIMD register xmm1 (not in pt_regs)>"
+    seen = set()
+    for text in result.stdout.splitlines():
+        kind, f, d, k = text.split("|")
+        gdb_f, gdb_d = oracle[(specs[kind], k)]
+        if k == "1":
+            assert f == "<OPTIMIZED_OUT>", text       # gdb: the computed i * 0.5 (entry) / <optimized out>
+        else:
+            assert f == gdb_f, (text, gdb_f)
+        assert d == (gdb_d if kind == "entry" else simd_d), (text, gdb_d)
+        seen.add((kind, k))
+    assert {("entry", "3"), ("entry", "7"), ("after", "3"), ("after", "7")} <= seen, result.stdout

@@ -6,7 +6,7 @@ from collections import namedtuple
 import pytest
 
 from gs_cgen.dwarf.locations import frame_base_from_ops, translate_ops
-from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister,
+from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister, InSimdRegister,
                                  UnsupportedLocation)
 
 Op = namedtuple("Op", "op_name args")
@@ -45,13 +45,18 @@ def test_fbreg_passes_frame_base_problem_through():
     ([Op("DW_OP_entry_value", [[0x55]]), Op("DW_OP_stack_value", [])], "DW_OP_entry_value"),
     ([Op("DW_OP_reg0", []), Op("DW_OP_reg1", []), Op("DW_OP_piece", [4])], "DW_OP_reg1"),
     ([Op("DW_OP_breg6", [-8]), Op("DW_OP_deref_size", [16])], "DW_OP_deref_size"),
-    ([Op("DW_OP_reg17", [])], "SIMD register xmm0"),
+    ([Op("DW_OP_regval_type", [17, 0]), Op("DW_OP_stack_value", [])], "SIMD register xmm0"),
     ([Op("DW_OP_GNU_push_tls_address", [])], "DW_OP_GNU_push_tls_address"),
 ])
 def test_unsupported_shapes_name_the_operation(ops, culprit):
     location = translate_ops(ops, _no_frame_base)
     assert isinstance(location, UnsupportedLocation)
     assert culprit in location.reason
+
+
+def test_a_simd_register_is_left_to_the_resolver():
+    """dwarf/resolve.py decides: its entry value from a call site, or unsupported."""
+    assert translate_ops([Op("DW_OP_reg17", [])], _no_frame_base) == InSimdRegister(17)
 
 
 @pytest.mark.parametrize("ops, expected", [
