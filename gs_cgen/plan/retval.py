@@ -51,7 +51,9 @@ def return_value_place(ctype: CType, function: str, span) -> ir.Place:
         return ir.MemoryPlace(ir.NonNull(ir.RegisterValue(RETURN_REGISTERS[0])), ctype)
     size = type_size(base)
     if size <= _EIGHTBYTE and not isinstance(base, StructType):
-        return ir.ValuePlace(ir.RegisterValue(RETURN_REGISTERS[0]), ctype)
+        # psABI: a value narrower than rax leaves its upper bits undefined;
+        # C's value is the low bits, extended by the type's signedness.
+        return ir.ValuePlace(arith.narrow(ir.RegisterValue(RETURN_REGISTERS[0]), ctype), ctype)
     parts = tuple(ir.CompositePart(offset, min(_EIGHTBYTE, size - offset),
                                    ir.ValuePlace(ir.RegisterValue(register), arith.ULONG))
                   for offset, register in zip(range(0, size, _EIGHTBYTE), RETURN_REGISTERS))

@@ -248,3 +248,30 @@ def test_return_values_and_durations_aggregate(binary):
     assert '@by_name["alpha", 10]: 1\n@by_name["beta", 20]: 1\n@by_name["gamma", 30]: 1\n' in out
     took = out.split("@took:")[1].split("\n\n")[0]
     assert sum(int(row.split(")")[1].split()[0]) for row in took.splitlines() if ")" in row) == 5
+
+
+def test_narrow_return_values_in_expressions_and_aggregations(build_dir):
+    """$retval of a type narrower than rax is its C value wherever it is
+    used, not only where printed: a cast, a condition and a sum of a short
+    -3 are -3, not rax's 4294967293 (gdb's `finish` is the oracle)."""
+    binary = compile_fixture(build_dir, "retval_widths.c", "-g -O2 -fPIE -pie")
+    functions = {"ri": "int", "rs": "short", "rus": "unsigned short", "rsc": None, "rb": None}
+    expected = _gdb_returns(binary, [(f, ["x"], [""]) for f in functions], 100)
+    assert len(expected) == 35
+    blocks = []
+    for f, same_type in functions.items():
+        same = f'if $retval == cast($entry(x), "{same_type}") {{ print "{f} same"; }}' \
+            if same_type else ""
+        blocks.append(f'trace {f}:return {{ print "{f} {{}} {{}}", $entry(x), '
+                      f'cast($retval, "long"); sum s_{f} = $retval; {same} }}')
+    result = gs_cgen("trace", "--output", "plain", "-s", "\n".join(blocks), "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # gdb prints a signed char as `106 'j'`, a bool as true/false
+    numbers = {"true": "1", "false": "0"}
+    calls = [(f, x, numbers.get(r, r.split()[0])) for f, (x,), (r,) in expected]
+    assert [line for line in lines if line.count(" ") == 2] == [f"{f} {x} {r}" for f, x, r in calls]
+    for f in functions:
+        assert f"@s_{f}: {sum(int(r) for g, _, r in calls if g == f)}" in lines, (f, lines)
+    for f in ("ri", "rs", "rus"):
+        assert lines.count(f"{f} same") == 7, (f, lines)

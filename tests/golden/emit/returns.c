@@ -361,7 +361,7 @@ static __always_inline int gs_probe_0_return(struct pt_regs *ctx, const __u8 *gs
     }
     {
         /* value 0: $retval */
-        GS_STORE(ev, 48, 64, 8, gs_reg_ax);
+        GS_STORE(ev, 48, 64, 8, ((__u64)(__s64)(__s32)(gs_reg_ax)));
         goto gs_done_0;
     gs_fail_0:;
         gs_fail_value(ev, 48, gs_st, gs_fa);
@@ -398,7 +398,7 @@ static __always_inline int gs_probe_0_return(struct pt_regs *ctx, const __u8 *gs
         }
         {
             /* value 5: $retval */
-            GS_STORE(ev, 160, 176, 8, gs_reg_ax);
+            GS_STORE(ev, 160, 176, 8, ((__u64)(__s64)(__s32)(gs_reg_ax)));
             goto gs_done_5;
         gs_fail_5:;
             gs_fail_value(ev, 160, gs_st, gs_fa);
