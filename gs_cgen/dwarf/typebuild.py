@@ -58,8 +58,11 @@ class TypeBuilder:
         tag = die.tag
         if tag == "DW_TAG_base_type":
             return _base_type(die)
-        if tag == "DW_TAG_pointer_type" or tag in ("DW_TAG_reference_type", "DW_TAG_rvalue_reference_type"):
+        if tag == "DW_TAG_pointer_type":
             return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8))
+        if tag in ("DW_TAG_reference_type", "DW_TAG_rvalue_reference_type"):
+            return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8),
+                               reference=True)
         if tag == "DW_TAG_typedef":
             return TypedefType(_scoped_name(die) or "<typedef>", self.type_of(die))
         if tag in _QUALIFIERS:

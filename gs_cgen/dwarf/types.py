@@ -102,10 +102,12 @@ class ComplexType:
 
 @dataclass(frozen=True, eq=False)
 class PointerType:
-    """`target_loader` builds the pointee on first use."""
+    """`target_loader` builds the pointee on first use. A C++ reference
+    (`reference`) is one too, which expressions see through (plan/expr.py)."""
 
     target_loader: Callable[[], "CType"] = field(repr=False)
     size: int = 8
+    reference: bool = False
 
     @cached_property
     def target(self) -> "CType":
@@ -249,9 +251,10 @@ def type_name(ctype: CType) -> str:
 
 def _pointer_name(ctype: PointerType) -> str:
     target = ctype.target
+    mark = "&" if ctype.reference else "*"
     if isinstance(strip(target), FunctionType):
-        return "function*"
-    return f"{type_name(target)}*"
+        return f"function{mark}"
+    return f"{type_name(target)}{mark}"
 
 
 def _array_name(ctype: ArrayType) -> str:

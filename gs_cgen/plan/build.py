@@ -347,7 +347,8 @@ class _ProbeBuilder:
         a variable that cannot be planned is its own error value."""
         expr = ast.Name(variable.name, span)
         try:
-            place = self.exprs.location_place(variable.location, variable.type)
+            place = self.exprs.referent(
+                self.exprs.location_place(variable.location, variable.type), expr)
             return self._capture(place, ast.FormatKind.DEFAULT, expr)
         except GsError as exc:
             return NoCapture(variable.type, exc.message, False), 0

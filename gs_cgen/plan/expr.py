@@ -51,6 +51,22 @@ class ExprPlanner:
 
     # ------------------------------------------------------------- places
     def place(self, expr: ast.Expr) -> ir.Place:
+        return self.referent(self._place(expr), expr)
+
+    def referent(self, place: ir.Place, expr: ast.Expr) -> ir.Place:
+        """A C++ reference (`int &x`, `int (&a)[10]`) stands for the object
+        it refers to, as in C++ and gdb: `x + 1`, `a[3]`, `r.field`."""
+        ctype = strip(getattr(place, "ctype", None))
+        if not (isinstance(ctype, PointerType) and ctype.reference):
+            return place
+        if isinstance(place, ir.UnavailablePlace):
+            return _unavailable(place, ctype.target)
+        if isinstance(place, ir.SyntheticPointerPlace):
+            return place.target
+        pointer, _ = self.value(place, expr)
+        return ir.MemoryPlace(ir.NonNull(pointer), ctype.target)
+
+    def _place(self, expr: ast.Expr) -> ir.Place:
         match expr:
             case ast.IntLiteral(value=v, decimal=decimal):
                 return ir.ValuePlace(ir.Const(v), arith.literal_type(v, decimal))

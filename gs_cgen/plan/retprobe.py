@@ -275,7 +275,7 @@ class ReturnExprPlanner(ExprPlanner):
 
     builder: ReturnBuilder
 
-    def place(self, expr: ast.Expr) -> ir.Place:
+    def _place(self, expr: ast.Expr) -> ir.Place:
         match expr:
             case ast.SpecialVar(ident="retval"):
                 return self._retval(expr)
@@ -285,7 +285,7 @@ class ReturnExprPlanner(ExprPlanner):
                 return ir.ValuePlace(ir.BinaryOp("-", now, started, False), arith.ULONG)
             case ast.EntryValue():
                 return self._entry(expr)
-        return super().place(expr)
+        return super()._place(expr)
 
     def _retval(self, expr: ast.SpecialVar) -> ir.Place:
         site = self.builder.site

@@ -101,3 +101,24 @@ def test_dry_run_lists_every_overload_and_errors_offer_demangled_names(build_dir
     assert result.stdout.startswith("Shape::area -> geo::Shape::area(int) const at ")
     # gdb: `ptype this` is `const geo::Shape * const`
     assert "parameter const class geo::Shape* const this  @ frame offset" in result.stdout
+
+
+@pytest.mark.parametrize("level", ["O0", "O2"])
+def test_references_are_the_objects_they_refer_to(build_dir, level):
+    """`x + 1`, `foo.y`, `array[i]` through C++ references read the objects
+    referred to, equal to gdb; a whole reference prints its object, as
+    gdb's `x = @0x...: 42` does (issue found replaying bpftrace's
+    uprobe_test_cxx: `array[3]` read a garbage int[10] at array + 120)."""
+    binary = build_dir / f"cpp_refs_{level}"
+    if not binary.exists():
+        subprocess.run(["g++", "-g", f"-{level}", "-fPIE", "-pie", "-o", str(binary),
+                        str(FIXTURES / "cpp_refs.cpp")], check=True)
+    probes = [("refs", ["x + 1", "foo.x", "foo.y"]), ("array_ref", ["array[i]", "array[0]", "i"])]
+    traced = traced_values(binary, probes, 8, _as_gdb)
+    assert traced == gdb_values(binary, probes, 8) and len(traced) == 8
+    result = gs_cgen("trace", "--output", "plain", "--max-events", "3", "-s",
+                     "trace refs { print x; print $args; } trace element:return { print $retval; }",
+                     "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:3] == ["x = 40", "$args: x = 40, foo = Foo { x: 0, y: 100 }",
+                                              "$retval = 0"], result.stdout
