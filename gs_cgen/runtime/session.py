@@ -277,8 +277,11 @@ class TraceSession:
     def attach(self, pid: int | None) -> None:
         """Attach every probe; on any failure detach what was attached. A
         return probe's entry probe goes first: a call that passes the
-        uretprobe then always has its entry recorded too."""
-        for probe in self.plan.probes:
+        uretprobe then always has its entry recorded too. The kernel runs
+        the handlers of one address newest first, so probes attach in
+        reverse: blocks on the same function run in script order, as
+        bpftrace's do."""
+        for probe in reversed(self.plan.probes):
             if probe.entry is not None:
                 self._attach_one(probe.entry.site, self.entry_functions[probe.site.probe_id],
                                  pid, "e")

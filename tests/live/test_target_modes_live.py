@@ -226,3 +226,18 @@ def test_a_command_that_exits_at_once_loses_no_event(build_dir, transport):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"a = {i}" for i in range(10)]
     assert "lost" not in result.stderr
+
+
+def test_blocks_on_one_function_run_in_script_order(build_dir):
+    """The kernel runs the uprobes of one address newest first; blocks on
+    the same function still run in the order the script gives them, entry
+    and return alike (bpftrace's uprobe_order / uretprobe_order tests)."""
+    binary = compile_fixture(build_dir, "ten_calls.c")
+    script = ('trace f { print "first {}", a; } trace f { print "second {}", a; } '
+              'trace f:return { print "rfirst {}", $retval; } '
+              'trace f:return { print "rsecond {}", $retval; }')
+    result = gs_cgen("trace", "--output", "plain", "-s", script, "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        line for i in range(10)
+        for line in (f"first {i}", f"second {i}", f"rfirst {2 * i}", f"rsecond {2 * i}")]
