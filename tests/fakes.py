@@ -31,6 +31,7 @@ REQUEST_PTR = PointerType(lambda: REQUEST)
 @dataclass
 class FakeModule:
     path: str = "/opt/app/bin/server"
+    target_root: str = ""
     build_id: str | None = "00112233445566778899aabbccddeeff00112233"
     functions: dict[str, list[FunctionSite]] = field(default_factory=dict)
     lines: dict[tuple[str, int], list[LineSite]] = field(default_factory=dict)

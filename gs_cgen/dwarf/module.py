@@ -121,6 +121,7 @@ class ModuleDebugInfo:
         _require_x86_64(self._elf, name or path)
         self.open_path = path
         self.path = name or path
+        self.target_root = target_root
         self.build_id = self._elf.build_id
         self.is_pie = self._elf.is_pie
         self.segments: tuple[LoadSegment, ...] = self._elf.segments

@@ -12,7 +12,7 @@ values; --backtrace-stack changes it (up to the event limit, plan/limits.py).
 from __future__ import annotations
 
 from gs_cgen.abi import abi
-from gs_cgen.plan.model import BacktraceCapture, BacktraceShow
+from gs_cgen.plan.model import BacktraceCapture, BacktraceShow, ModuleFile, ProbeSite
 from gs_cgen.script import ast
 
 DEFAULT_BACKTRACE_DEPTH = 64        # CONTRACT.md --backtrace-depth
@@ -25,11 +25,13 @@ _SHOW = {ast.BacktraceMode.DEFAULT: BacktraceShow.FRAMES, ast.BacktraceMode.RAW:
 
 
 def backtrace_capture(stmt: ast.Backtrace, depth: int, stack_bytes: int,
-                      frame_die: int | None) -> BacktraceCapture:
+                      site: ProbeSite, root: str = "") -> BacktraceCapture:
     chunk = abi().constants["GS_BT_CHUNK"]
     # The probe copies whole chunks (and the tail of the last page).
     window = max(chunk, stack_bytes // chunk * chunk)
-    return BacktraceCapture(depth, window, _SHOW[stmt.mode], frame_die)
+    # At a return, ip is in the caller: the probe's address says nothing.
+    own = None if site.at_return else ModuleFile(site.module_path, site.attach_path, root=root)
+    return BacktraceCapture(depth, window, _SHOW[stmt.mode], site.frame_die, own, site.address)
 
 
 def backtrace_data_size(capture: BacktraceCapture) -> int:

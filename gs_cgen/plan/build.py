@@ -186,7 +186,8 @@ class _ProbeBuilder:
                 return [self._if(stmt)]
             case ast.Backtrace():
                 capture = backtrace_capture(stmt, self.options.backtrace_depth,
-                                            self.options.backtrace_stack, self.site.frame_die)
+                                            self.options.backtrace_stack, self.site,
+                                            self.module.target_root)
                 slot = self._add_slot(capture, backtrace_data_size(capture), "backtrace",
                                       stmt.span)
                 return [self._line(lambda bit: BacktraceLine(slot, bit), (slot,))]

@@ -231,6 +231,11 @@ class BacktraceCapture:
     stack_bytes: int
     show: BacktraceShow = BacktraceShow.FRAMES
     frame_die: int | None = None
+    # The probe's own module and address (an entry probe's): its frames are
+    # named even when the process has exited before its maps were read,
+    # with the bias regs->ip - probe_address, as the probe itself does.
+    probe_module: "ModuleFile | None" = None
+    probe_address: int = 0
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from gs_cgen.unwind import StackCopy
 from gs_cgen.unwind.parameters import with_parameters
 from gs_cgen.unwind.backtrace import Backtrace, ModuleAt, build_backtrace, mapping_bias
 from gs_cgen.unwind.memo import ModuleMemo
+from gs_cgen.unwind.model import RIP
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ class FrameResolver:
         stack = StackCopy(value.stack_base, value.stack)
         full = capture.show is BacktraceShow.FULL
         found = build_backtrace(value.registers, stack,
-                                lambda address: self._module_at(pid, address),
+                                lambda address: self._module_at(pid, address) or
+                                self._probe_module_at(capture, value.registers, address),
                                 capture.max_frames, include_inlined=inlined,
                                 frame_die=capture.frame_die,
                                 named=None if full else self._named.setdefault(pid, {}))
@@ -101,6 +103,36 @@ class FrameResolver:
             known[address] = found
         return found
 
+    def _probe_module_at(self, capture, registers, address: int) -> ModuleAt | None:
+        """The probe's own module, placed by the probe's own address (ip -
+        the probe's vaddr), for a process whose maps are gone (it exited
+        before its first `bt` was named) or do not cover `address`."""
+        own, pc = capture.probe_module, registers.get(RIP)
+        if own is None or pc is None:
+            return None
+        found = self._own_module(own)
+        if found is None:
+            return None
+        bias = pc - capture.probe_address
+        if not any(s.executable and s.vaddr <= address - bias < s.vaddr + s.memsz
+                   for s in found.segments):
+            return None
+        return ModuleAt(self._memo(found), os.path.basename(own.display_path), bias)
+
+    def _own_module(self, own: ModuleFile):
+        try:
+            return open_module(own.open_path, own.display_path, own.root)
+        except GsError:
+            return None
+
+    def _memo(self, module) -> ModuleMemo:
+        # One memo per build-id: the same library mapped from several
+        # paths (containers, symlinks) decodes its CFI once.
+        key = module.build_id or module
+        if key not in self._memos:
+            self._memos[key] = ModuleMemo(module, module.derived_cache())
+        return self._memos[key]
+
     def _forget_pcs(self, pid: int) -> None:
         """Its maps are re-read: what was found by PC may have moved."""
         self._by_pc.pop(pid, None)
@@ -125,12 +157,7 @@ class FrameResolver:
         bias = mapping_bias(module, mapping.start, mapping.offset)
         if bias is None:
             return None
-        # One memo per build-id: the same library mapped from several
-        # paths (containers, symlinks) decodes its CFI once.
-        key = module.build_id or module
-        if key not in self._memos:
-            self._memos[key] = ModuleMemo(module, module.derived_cache())
-        return ModuleAt(self._memos[key], os.path.basename(mapping.path), bias)
+        return ModuleAt(self._memo(module), os.path.basename(mapping.path), bias)
 
     def _file(self, target: ProcessTarget, mapping: Mapping) -> ModuleFile:
         key = (target.pid, mapping)

@@ -3,10 +3,12 @@ view of the fixture (add is called from main's loop)."""
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
-from tests.live.conftest import compile_fixture, gs_cgen, marker_line
+from tests.gdb_backtrace import parse_bt
+from tests.live.conftest import compile_fixture, gs_cgen, gs_cgen_popen, marker_line
 
 SOURCE = "live_basic.c"
 
@@ -48,3 +50,29 @@ def test_backtrace_inside_a_condition_and_json(basic_bin, start_target):
     assert event["lines"][0].startswith("backtrace: ")
     assert event["lines"][1].startswith("  #0 add at ")
     assert event["values"] == []
+
+
+def test_backtrace_of_a_process_that_has_exited(build_dir):
+    """-t PATH and a process that exits within a millisecond of the hit:
+    its maps are gone before the event is named, so the probe's own module
+    is placed by the probe's address (before: `no unwind info`, `#0 ??`).
+    gdb's `bt` at the same function is the oracle."""
+    binary = compile_fixture(build_dir, "short_lived.c")
+    gdb = subprocess.run(["gdb", "-nx", "-batch", "-ex", "break early", "-ex", "run", "-ex", "bt",
+                          "--args", str(binary), "a", "b"], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    expected = [(f.function, f.line) for f in parse_bt(gdb)]
+    tracer = gs_cgen_popen("trace", "-t", str(binary), "-s", "trace early { bt; }",
+                           "--output", "plain", "--max-events", "1", "--duration", "20")
+    try:
+        while "tracing" not in (said := tracer.stderr.readline()):
+            assert said, "the tracer ended before attaching"
+        subprocess.run([str(binary), "a", "b"], timeout=10)
+        out, err = tracer.communicate(timeout=30)
+    finally:
+        tracer.kill()
+    lines = out.splitlines()
+    assert lines[0] == f"backtrace: complete, {len(expected)} frames", (out, err)
+    frames = [re.fullmatch(r"  #\d+ (\S+) at \S+:(\d+) \[short_lived\+0x[0-9a-f]+\]", line)
+              for line in lines[1:]]
+    assert all(frames) and [(m.group(1), int(m.group(2))) for m in frames] == expected, out
