@@ -198,13 +198,13 @@ class ExprPlanner:
     # ----------------------------------------------------- member / index
     def _member(self, expr: ast.Member) -> ir.Place:
         base = self.place(expr.base)
-        ctype = self._ctype_of(base, expr.base)
+        ctype = declared = self._ctype_of(base, expr.base)
         pointer = arith.is_pointer(ctype)       # a.b auto-dereferences pointers
         if pointer:
             ctype = strip(ctype).target
         struct = strip(ctype)
         if not isinstance(struct, StructType):
-            raise PlanError(f"'{self._text(expr.base)}' has type '{type_name(ctype)}', "
+            raise PlanError(f"'{self._text(expr.base)}' has type '{type_name(declared)}', "
                             f"which has no member '{expr.field}'", expr.span)
         if isinstance(base, ir.UnavailablePlace):
             member, _ = _lookup_member(struct, expr)

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from gs_cgen.abi import abi
-from gs_cgen.dwarf.types import FloatType
+from gs_cgen.dwarf.types import FloatType, PointerType
 from gs_cgen.dwarf.model import AtAddress, FunctionSite, InRegister, VariableKind, VisibleVariable
 from gs_cgen.errors import PlanError, UnsupportedError
 from gs_cgen.plan.modules import ModuleSet
@@ -17,7 +17,7 @@ from gs_cgen.plan.model import (ExprErrorLine, ExprLine, FormatLine, IfStep, Mem
                                 module_cookie)
 from gs_cgen.script.ast import FormatKind
 from gs_cgen.script.parser import parse
-from tests.fakes import BOOL, INT, LONG
+from tests.fakes import BOOL, INT, LONG, REQUEST_PTR
 from tests.unit.emit.test_golden import server_module
 
 OPTIONS = PlanOptions("t.gs", PidNamespace(False), input_pid=77)
@@ -176,3 +176,14 @@ def test_enumeration_constants_are_names_after_variables():
     module.enums.append(COLOR)
     probe = plan("trace handle { print g_color == GREEN; print BLUE; }", module).probes[0]
     assert probe.slots[1].capture == ScalarCapture(ir.Const(6), COLOR)
+
+
+def test_a_member_of_a_pointer_to_pointer_names_the_declared_type():
+    """`f.a` with f a `struct request**`: refused (one automatic
+    dereference only, as GhostScope), naming f's own type, not its target's."""
+    module = server_module()
+    module.variables[0x1145] = [VisibleVariable("pp", PointerType(lambda: REQUEST_PTR),
+                                                InRegister(5), VariableKind.PARAMETER)]
+    with pytest.raises(PlanError) as err:
+        plan("trace handle { print pp.id; }", module)
+    assert err.value.message == "'pp' has type 'struct request**', which has no member 'id'"
