@@ -319,10 +319,25 @@ class ModuleDebugInfo:
         symbol = self._elf.symbols.function_at(address)
         size = symbol.size if symbol is not None and symbol.address == address else 1
         where = self.describe_address(address)
+        why = self._split_dwarf_note(address) or "assembly, or a file built without -g"
         return FunctionSite(name=name, low_pc=address, high_pc=address + max(size, 1),
                             probe_address=address, decl_file=where.file, decl_line=where.line,
-                            no_variables=f"{name} has no DWARF description (assembly, or a file "
-                                         "built without -g)")
+                            no_variables=f"{name} has no DWARF description ({why})")
+
+    def _split_dwarf_note(self, address: int) -> str | None:
+        """Why the DWARF of `address` is not here, when its CU is a
+        skeleton (-gsplit-dwarf): the rest is in a .dwo or .dwp file."""
+        cu = self._dwarf.cu_for_address(address) if self.has_debug_info else None
+        if cu is None:
+            return None
+        top = self._dwarf.cu_at(cu.cu_offset).get_top_DIE()
+        name = next((top.attributes[a].value for a in ("DW_AT_dwo_name", "DW_AT_GNU_dwo_name")
+                     if a in top.attributes), None)
+        if top.tag != "DW_TAG_skeleton_unit" and name is None:
+            return None
+        dwo = name.decode(errors="replace") if isinstance(name, bytes) else name
+        return (f"its DWARF is split out to {dwo or 'a .dwo file'} (-gsplit-dwarf), which "
+                "gs-cgen does not read: rebuild without -gsplit-dwarf")
 
     def ifunc_named(self, name: str) -> IfuncSymbol | None:
         """The GNU IFUNC `name` names here (its resolver, the GOT slots
@@ -562,7 +577,9 @@ class ModuleDebugInfo:
         self.require_debug_info()
         hit = self._dwarf.function_at(pc)
         if hit is None:
-            raise DebugInfoError(f"no function with debug info covers address 0x{pc:x}")
+            split = self._split_dwarf_note(pc)
+            raise DebugInfoError(f"no function with debug info covers address 0x{pc:x}"
+                                 + (f": {split}" if split else ""))
         return hit
 
     def array_bound(self, bound_die: int, pc: int) -> ArrayBound | None:

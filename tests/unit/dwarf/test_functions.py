@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.script.parser import parse
 
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FUNCTIONS = ("add", "scale", "sum_array", "move_point", "main", "util_a", "util_b")
 BUILDS = ("O0", "O2", "O0-dwarf4", "O2-dwarf4")
 
@@ -79,3 +81,18 @@ def _nm(binary: str) -> dict[str, int]:
     out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
     return {parts[2]: int(parts[0], 16) for parts in (l.split() for l in out.splitlines())
             if len(parts) == 3}
+
+
+def test_split_dwarf_is_named_as_the_reason(tmp_path):
+    """-gsplit-dwarf leaves a skeleton unit in the file and the DWARF in a
+    .dwo beside it: the error says so (it said "assembly, or a file built
+    without -g")."""
+    binary = tmp_path / "split"
+    subprocess.run(["gcc", "-g", "-O0", "-gsplit-dwarf", "-o", str(binary),
+                    str(FIXTURES / "ten_calls.c")], check=True, cwd=tmp_path)
+    module = open_module(str(binary))
+    (site,) = module.find_functions("f")
+    assert f"its DWARF is split out to {tmp_path}/split-ten_calls.dwo (-gsplit-dwarf)" \
+        in site.no_variables
+    with pytest.raises(DebugInfoError, match="rebuild without -gsplit-dwarf"):
+        module.variables_at(site.probe_address)
