@@ -58,8 +58,8 @@ enum gs_limits {
     GS_STRING_PAGES = 3,
 };
 
-/* `bt`: the value's data is a gs_backtrace_regs, then the user stack from
- * sp upward (the value's length field: how many stack bytes, its address
+/* `bt`: the value's data is a gs_backtrace_regs, a gs_pending_returns,
+ * then the user stack from sp upward (the value's length field: how many stack bytes, its address
  * field: sp). The probe copies the stack in GS_BT_CHUNK-byte reads until
  * the window is full or a read fails at the top of the stack mapping, then
  * what is left of that last page; Python unwinds the copy with DWARF CFI
@@ -88,6 +88,18 @@ struct gs_backtrace_regs {
 
 enum gs_backtrace_limits {
     GS_BT_CHUNK = 512,
+    GS_BT_RETURNS = 16,
+};
+
+/* The calls of the thread with a uretprobe armed (anyone's, ours too): the
+ * kernel has replaced each one's return address on the stack, at `slot`,
+ * by its trampoline's, and keeps the real one, `address`, in the task's
+ * uprobe_task.return_instances list, innermost first. The probe copies
+ * the first GS_BT_RETURNS of them for the unwinder. */
+struct gs_pending_returns {
+    __u64 count;
+    __u64 slot[GS_BT_RETURNS];
+    __u64 address[GS_BT_RETURNS];
 };
 
 /* Header at offset 0 of every event. pid/tid: the target's PID-namespace

@@ -149,6 +149,31 @@ static __always_inline void gs_read_dump(__u8 *ev, __u32 slot, __u32 data, __u32
  * (gs_abi.h struct gs_backtrace_regs says the layout). Chunks until one
  * cannot be read; the stack mapping ends on a page boundary, so what is
  * left of the failing chunk's page is read in one more, shorter read. */
+/* The thread's armed uretprobes, innermost first (gs_abi.h
+ * gs_pending_returns), through the kernel's task_struct.utask->
+ * return_instances list at the offsets its BTF gives; utask_at 0: unknown. */
+static __always_inline void gs_copy_pending_returns(struct gs_pending_returns *pending,
+                                                    __u32 utask_at, __u32 list_at,
+                                                    __u32 stack_at, __u32 orig_at,
+                                                    __u32 next_at)
+{
+    __u64 task = bpf_get_current_task();
+    __u64 utask = 0, ri = 0;
+    pending->count = 0;
+    if (utask_at == 0 || bpf_probe_read_kernel(&utask, 8, (void *)(task + utask_at)) || !utask)
+        return;
+    if (bpf_probe_read_kernel(&ri, 8, (void *)(utask + list_at)))
+        return;
+    for (__u32 i = 0; i < GS_BT_RETURNS && ri; i++) {
+        if (bpf_probe_read_kernel(&pending->slot[i], 8, (void *)(ri + stack_at)) ||
+            bpf_probe_read_kernel(&pending->address[i], 8, (void *)(ri + orig_at)))
+            return;
+        pending->count = i + 1;
+        if (bpf_probe_read_kernel(&ri, 8, (void *)(ri + next_at)))
+            return;
+    }
+}
+
 static __always_inline void gs_copy_stack(struct pt_regs *ctx, __u8 *ev, __u32 slot,
                                           __u32 data, __u32 window)
 {
@@ -170,7 +195,8 @@ static __always_inline void gs_copy_stack(struct pt_regs *ctx, __u8 *ev, __u32 s
     regs->r9 = ctx->r9;
     regs->r10 = ctx->r10;
     regs->r11 = ctx->r11;
-    __u8 *stack = ev + data + sizeof(struct gs_backtrace_regs);
+    __u8 *stack = ev + data + sizeof(struct gs_backtrace_regs) +
+                  sizeof(struct gs_pending_returns);
     __u64 sp = ctx->sp;
     __u32 copied = 0;
     for (__u32 i = 0; i < window / GS_BT_CHUNK; i++) {

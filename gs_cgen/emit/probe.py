@@ -345,7 +345,8 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
                 w.line(f"GS_STATUS(ev, {slot.offset}) = GS_STATUS_OK;")
             case StringCapture(pointer=p, cap=cap):
                 w.line(f"gs_read_str({where}, {cap + 2}, {emit_scalar(w, p, fail)});")
-            case BacktraceCapture(stack_bytes=window):
+            case BacktraceCapture(stack_bytes=window, pending_returns=layout):
+                w.line(f"gs_copy_pending_returns({_pending_returns_args(slot.data_offset, layout)});")
                 w.line(f"gs_copy_stack(ctx, {where}, {window});")
             case EntryCapture(record_offset=source):
                 w.line(c.comment("as the entry probe filled it, from the call's entry record"))
@@ -361,6 +362,17 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
         w.label(fail)
         w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
         w.label(done)
+
+
+def _pending_returns_args(data_offset: int, layout) -> str:
+    """gs_copy_pending_returns' arguments: where its struct goes (after
+    the registers) and the kernel's offsets (utask 0: not known)."""
+    pending = (f"(struct gs_pending_returns *)(ev + {data_offset} + "
+               "sizeof(struct gs_backtrace_regs))")
+    if not layout.known:
+        return f"{pending}, 0, 0, 0, 0, 0 {c.comment(layout.unknown_reason)}"
+    return (f"{pending}, {layout.utask}, {layout.return_instances}, {layout.stack}, "
+            f"{layout.orig_ret_vaddr}, {layout.next}")
 
 
 # ------------------------------------------------------------- plan facts

@@ -24,15 +24,20 @@ _SHOW = {ast.BacktraceMode.DEFAULT: BacktraceShow.FRAMES, ast.BacktraceMode.RAW:
          ast.BacktraceMode.FULL: BacktraceShow.FULL}
 
 
-def backtrace_capture(stmt: ast.Backtrace, depth: int, stack_bytes: int,
-                      site: ProbeSite, root: str = "") -> BacktraceCapture:
+def backtrace_capture(stmt: ast.Backtrace, options, site: ProbeSite,
+                      root: str = "") -> BacktraceCapture:
+    """`options`: the plan's PlanOptions (depth, stack window, the kernel's
+    pending-returns layout)."""
     chunk = abi().constants["GS_BT_CHUNK"]
     # The probe copies whole chunks (and the tail of the last page).
-    window = max(chunk, stack_bytes // chunk * chunk)
+    window = max(chunk, options.backtrace_stack // chunk * chunk)
     # At a return, ip is in the caller: the probe's address says nothing.
     own = None if site.at_return else ModuleFile(site.module_path, site.attach_path, root=root)
-    return BacktraceCapture(depth, window, _SHOW[stmt.mode], site.frame_die, own, site.address)
+    return BacktraceCapture(options.backtrace_depth, window, _SHOW[stmt.mode], site.frame_die,
+                            own, site.address, options.pending_returns)
 
 
 def backtrace_data_size(capture: BacktraceCapture) -> int:
-    return abi().structs["gs_backtrace_regs"].size + capture.stack_bytes
+    structs = abi().structs
+    return structs["gs_backtrace_regs"].size + structs["gs_pending_returns"].size + \
+        capture.stack_bytes

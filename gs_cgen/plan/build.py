@@ -22,7 +22,8 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 CompositePiece, ConditionCapture, DumpCapture, DumpRef,
                                 KnownBytesCapture,
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep, ScriptString,
-                                MemoryCapture, ModuleRef, NoCapture, PidNamespace, Plan,
+                                MemoryCapture, ModuleRef, NoCapture, PendingReturnsLayout,
+                                PidNamespace, Plan,
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
                                 SlotRef, Step, StringCapture, THREAD_POINTER_NOT_READ,
                                 ThreadPointer, ValueSlot, VariableArrayCapture, module_cookie)
@@ -47,6 +48,7 @@ class PlanOptions:
     backtrace_stack: int = DEFAULT_BACKTRACE_STACK
     watch_exec: bool = False
     thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ
+    pending_returns: PendingReturnsLayout = PendingReturnsLayout()
 
 
 def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> Plan:
@@ -185,8 +187,7 @@ class _ProbeBuilder:
             case ast.If():
                 return [self._if(stmt)]
             case ast.Backtrace():
-                capture = backtrace_capture(stmt, self.options.backtrace_depth,
-                                            self.options.backtrace_stack, self.site,
+                capture = backtrace_capture(stmt, self.options, self.site,
                                             self.module.target_root)
                 slot = self._add_slot(capture, backtrace_data_size(capture), "backtrace",
                                       stmt.span)

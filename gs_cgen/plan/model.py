@@ -221,6 +221,28 @@ class BacktraceShow(Enum):
 
 
 @dataclass(frozen=True)
+class PendingReturnsLayout:
+    """How a `bt` probe walks the kernel's list of the thread's armed
+    uretprobes (gs_abi.h gs_pending_returns): offsets of task_struct.utask,
+    uprobe_task.return_instances and return_instance's stack,
+    orig_ret_vaddr and next, from the running kernel's BTF (runtime/btf.py);
+    None, with `unknown_reason`, when not read: then a frame whose return
+    the kernel redirected ends the backtrace."""
+
+    utask: int | None = None
+    return_instances: int | None = None
+    stack: int | None = None
+    orig_ret_vaddr: int | None = None
+    next: int | None = None
+    unknown_reason: str = "the kernel's uprobe_task layout was not read"
+
+    @property
+    def known(self) -> bool:
+        return None not in (self.utask, self.return_instances, self.stack,
+                            self.orig_ret_vaddr, self.next)
+
+
+@dataclass(frozen=True)
 class BacktraceCapture:
     """`bt`: the registers and up to `stack_bytes` of the user stack from
     sp (gs_abi.h gs_backtrace_regs), unwound in Python to at most
@@ -236,6 +258,7 @@ class BacktraceCapture:
     # with the bias regs->ip - probe_address, as the probe itself does.
     probe_module: "ModuleFile | None" = None
     probe_address: int = 0
+    pending_returns: PendingReturnsLayout = PendingReturnsLayout()
 
 
 @dataclass(frozen=True)
@@ -509,6 +532,7 @@ class ThreadPointer:
 
 
 THREAD_POINTER_NOT_READ = ThreadPointer(None, "the kernel's task_struct layout was not read")
+
 
 
 class EventTransport(Enum):

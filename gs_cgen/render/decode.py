@@ -72,6 +72,9 @@ class Backtrace:
     stack_base: int
     stack: bytes
     capture: BacktraceCapture
+    # (stack slot, return address) of each call whose return a uretprobe
+    # redirected (gs_abi.h gs_pending_returns), innermost first.
+    pending_returns: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,8 +185,19 @@ _BACKTRACE_REGISTERS = {"ip": 16, "sp": 7, "bp": 6, "bx": 3, "r12": 12, "r13": 1
 def decode_backtrace(capture: BacktraceCapture, sp: int, length: int, data: bytes) -> Backtrace:
     reader, numbers, size = _backtrace_reader()
     registers = dict(zip(numbers, reader.unpack_from(data)))
-    stack = data[size:size + min(length, capture.stack_bytes)]
-    return Backtrace(registers, sp, bytes(stack), capture)
+    pending, pending_size = _pending_returns(data, size)
+    start = size + pending_size
+    stack = data[start:start + min(length, capture.stack_bytes)]
+    return Backtrace(registers, sp, bytes(stack), capture, pending)
+
+
+def _pending_returns(data: bytes, at: int) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The gs_pending_returns at `at` of `data`, and its size."""
+    layout = abi().structs["gs_pending_returns"]
+    count = min(layout.unpack(data, at)["count"], layout.field("slot").count)
+    slots, addresses = (struct.unpack_from(f"<{count}Q", data, at + layout.field(name).offset)
+                        for name in ("slot", "address"))
+    return tuple(zip(slots, addresses)), layout.size
 
 
 @functools.cache

@@ -17,7 +17,7 @@ import struct
 from gs_cgen.cachedir import cache_root, read_entry, write_entry
 from gs_cgen.digest import name_digest
 from gs_cgen.lazydataclass import dataclass
-from gs_cgen.plan.model import ThreadPointer
+from gs_cgen.plan.model import PendingReturnsLayout, ThreadPointer
 from gs_cgen.runtime.progcache import kernel_identity
 
 VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
@@ -162,7 +162,7 @@ class Btf:
         return None
 
 
-_CACHE_VERSION = 1         # of the offsets kept by kernel build (task_member_offset)
+_CACHE_VERSION = 2         # of the offsets kept by kernel build (member_offsets)
 
 
 @functools.lru_cache(maxsize=4)
@@ -173,26 +173,51 @@ def _kernel_btf(path: str, _mtime_ns: int, _size: int) -> Btf:
 
 def task_member_offset(member_path: tuple[str, ...], path: str = VMLINUX_BTF) -> int:
     """Offset of a task_struct member in the running kernel; raises
-    OSError or BtfError. The running kernel's answer is kept in the cache
-    directory by kernel build: reading and scanning its 5 MB of BTF took
-    ~15 ms of every trace start."""
+    OSError or BtfError."""
+    (offset,) = member_offsets((("task_struct", member_path),), path)
+    return offset
+
+
+def member_offsets(members, path: str = VMLINUX_BTF) -> tuple[int, ...]:
+    """Offsets of (struct name, member path) pairs in the running kernel;
+    raises OSError or BtfError. The running kernel's answer is kept in the
+    cache directory by kernel build: reading and scanning its 5 MB of BTF
+    took ~15 ms of every trace start."""
     st = os.stat(path)
-    key = f"{kernel_identity()} btf {st.st_size} task_struct.{'.'.join(member_path)}"
+    spelled = " ".join(f"{name}.{'.'.join(member)}" for name, member in members)
+    key = f"{kernel_identity()} btf {st.st_size} {spelled}"
     entry = _cache_entry(key) if path == VMLINUX_BTF else None
     cached = read_entry(entry, _CACHE_VERSION, key) if entry else None
-    if isinstance(cached, int):
+    if isinstance(cached, tuple) and len(cached) == len(members) and \
+            all(isinstance(n, int) for n in cached):
         return cached
-    offset = _kernel_btf(path, st.st_mtime_ns, st.st_size).member_offset("task_struct",
-                                                                           member_path)
+    btf = _kernel_btf(path, st.st_mtime_ns, st.st_size)
+    offsets = tuple(btf.member_offset(name, member) for name, member in members)
     if entry:
-        write_entry(entry, _CACHE_VERSION, key, offset)
-    return offset
+        write_entry(entry, _CACHE_VERSION, key, offsets)
+    return offsets
 
 
 def _cache_entry(key: str) -> str | None:
     root = cache_root()
     return os.path.join(root, "kernel", f"{name_digest(key)}.marshal") if root else None
 
+
+
+_RETURN_LIST = (("task_struct", ("utask",)), ("uprobe_task", ("return_instances",)),
+                ("return_instance", ("stack",)), ("return_instance", ("orig_ret_vaddr",)),
+                ("return_instance", ("next",)))
+
+
+def pending_returns(path: str = VMLINUX_BTF) -> PendingReturnsLayout:
+    """Where a probe finds the return addresses the kernel's uretprobes
+    replaced (task_struct.utask->return_instances), or why it cannot."""
+    try:
+        return PendingReturnsLayout(*member_offsets(_RETURN_LIST, path))
+    except OSError as exc:
+        return PendingReturnsLayout(unknown_reason=f"cannot read {path} ({exc.strerror})")
+    except BtfError as exc:
+        return PendingReturnsLayout(unknown_reason=f"{path}: {exc}")
 
 
 def thread_pointer(path: str = VMLINUX_BTF) -> ThreadPointer:

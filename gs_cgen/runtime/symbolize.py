@@ -73,7 +73,7 @@ class FrameResolver:
         the modules `pid` has mapped now (gs_cgen/unwind)."""
         capture = value.capture
         inlined = capture.show in (BacktraceShow.FRAMES, BacktraceShow.FULL)
-        stack = StackCopy(value.stack_base, value.stack)
+        stack = StackCopy(value.stack_base, value.stack).with_returns(value.pending_returns)
         full = capture.show is BacktraceShow.FULL
         found = build_backtrace(value.registers, stack,
                                 lambda address: self._module_at(pid, address) or

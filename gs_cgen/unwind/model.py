@@ -48,6 +48,17 @@ class StackCopy:
             return None
         return self.data[offset:offset + size]
 
+    def with_returns(self, pending: tuple[tuple[int, int], ...]) -> "StackCopy":
+        """The stack as the program has it: each (slot, address) of a call
+        whose return a uretprobe redirected to the kernel's trampoline puts
+        the real return address back in its slot."""
+        data = bytearray(self.data)
+        for slot, address in pending:
+            offset = slot - self.base
+            if 0 <= offset <= len(data) - 8:
+                struct.pack_into("<Q", data, offset, address)
+        return StackCopy(self.base, bytes(data)) if pending else self
+
 
 @dataclass(frozen=True)
 class PhysicalFrame:

@@ -91,6 +91,29 @@ def test_backtraces_equal_gdbs(chain):
     assert any("<signal handler called> [libc.so.6+0x" in line for line in signal)
 
 
+def test_backtraces_through_calls_whose_return_a_uretprobe_redirected(chain):
+    """Return probes on the callers (chain_mid, chain_enter, each level of
+    chain_recurse) make the kernel replace their return addresses on the
+    stack with its trampoline's; the probe copies the real ones from the
+    task's return_instances, and the frames are gdb's, as without them
+    (before: `no unwind info for 0x7fffffffe000`, `?? [0x7fffffffe000]`)."""
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    script = ("trace chain_leaf { bt; } "
+              + " ".join(f'trace {f}:return {{ print "{f}"; }}'
+                         for f in ("chain_mid", "chain_enter", "chain_recurse", "main")))
+    result = gs_cgen("trace", "-s", script, "--output", "plain", "--", str(chain), "once")
+    assert result.returncode == 0, result.stderr
+    ours = backtraces(result.stdout)
+    oracle = gdb_bts([str(chain), "once"], "chain_leaf", 3)
+    assert len(ours) == len(oracle) == 3
+    for (header, lines), gdb_text in zip(ours, oracle):
+        expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_text)]
+        assert header == f"backtrace: complete, {len(expected)} frames", (header, lines)
+        assert shown_frames(lines) == expected
+    assert result.stdout.count("chain_recurse\n") == 4       # each level returned
+
+
 def test_depth_limit_raw_and_noinline(chain):
     script = "trace chain_leaf { if path == 1 { bt; bt raw; bt noinline; } }"
     result = gs_cgen("trace", "-s", script, "--output", "plain", "--backtrace-depth", "4",

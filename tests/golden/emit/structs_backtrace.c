@@ -220,11 +220,11 @@ int gs_probe_0(struct pt_regs *ctx)
     __u64 gs_ld = 0;
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_di = ctx->di;
-    __u8 *ev = gs_begin_event(0, 16696, 16696);
+    __u8 *ev = gs_begin_event(0, 16960, 16960);
     if (!ev)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
-    gs_fill_header(hdr, 0, GS_EVENT_TRACE, 16696);
+    gs_fill_header(hdr, 0, GS_EVENT_TRACE, 16960);
     *(__u64 *)(ev + 40) = 0x1fULL;
     {
         /* value 0: ?req */
@@ -274,11 +274,12 @@ int gs_probe_0(struct pt_regs *ctx)
     }
     {
         /* value 4: backtrace */
+        gs_copy_pending_returns((struct gs_pending_returns *)(ev + 176 + sizeof(struct gs_backtrace_regs)), 0, 0, 0, 0, 0 /* the kernel's uprobe_task layout was not read */);
         gs_copy_stack(ctx, ev, 160, 176, 16384);
         goto gs_done_4;
     gs_fail_4:;
         gs_fail_value(ev, 160, gs_st, gs_fa);
     gs_done_4:;
     }
-    return gs_submit(ctx, ev, 16696);
+    return gs_submit(ctx, ev, 16960);
 }

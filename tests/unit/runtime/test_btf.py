@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from gs_cgen.runtime import btf
-from gs_cgen.runtime.btf import VMLINUX_BTF, Btf, BtfError, task_member_offset, thread_pointer
+from gs_cgen.runtime.btf import (VMLINUX_BTF, Btf, BtfError, pending_returns, task_member_offset,
+                                thread_pointer)
 from tests.prerequisites import require
 
 
@@ -55,6 +56,27 @@ def test_task_struct_fsbase_offset_is_bpftools(tmp_path, monkeypatch):
     monkeypatch.setenv("GS_CGEN_NO_CACHE", "1")
     with pytest.raises(AssertionError):
         task_member_offset(("thread", "fsbase"))
+
+
+def test_pending_returns_layout_is_bpftools(tmp_path, monkeypatch):
+    """The uretprobe list a `bt` probe walks: task_struct.utask ->
+    uprobe_task.return_instances -> return_instance {stack,
+    orig_ret_vaddr, next}, each offset as bpftool reads the same BTF."""
+    if not Path(VMLINUX_BTF).exists():
+        require(f"{VMLINUX_BTF} is missing (kernel without CONFIG_DEBUG_INFO_BTF)")
+    if _bpftool() is None:
+        require("bpftool is not installed")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    layout = pending_returns()
+    expected = [_bpftool_member_bits(owner, member)[0] // 8 for owner, member in (
+        ("task_struct", "utask"), ("uprobe_task", "return_instances"),
+        ("return_instance", "stack"), ("return_instance", "orig_ret_vaddr"),
+        ("return_instance", "next"))]
+    assert layout.known and [layout.utask, layout.return_instances, layout.stack,
+                             layout.orig_ret_vaddr, layout.next] == expected
+    assert pending_returns() == layout                        # from the cache
+    missing = pending_returns(str(tmp_path / "vmlinux"))
+    assert not missing.known and "No such file" in missing.unknown_reason
 
 
 def test_unreadable_btf_is_a_reason_not_an_error(tmp_path):
