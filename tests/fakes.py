@@ -144,6 +144,9 @@ class FakeModule:
     def describe_address(self, vaddr: int) -> CodeLocation:
         return CodeLocation(self.check_code_address(vaddr), None, None)
 
+    def uprobe_refusal(self, vaddr: int) -> str | None:
+        return None          # fake code: every instruction takes a uprobe
+
     def line_at(self, vaddr: int) -> tuple[str | None, int | None]:
         rows = [(s.file, s.line) for sites in self.lines.values() for s in sites
                 if s.address == vaddr]

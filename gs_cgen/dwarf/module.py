@@ -14,7 +14,8 @@ import struct
 from gs_cgen.dwarf.cache import MIN_DEBUG_INFO, open_index_cache
 from gs_cgen.dwarf.callsites import calls_to
 from gs_cgen.dwarf.code import check_instruction_boundary
-from gs_cgen.dwarf.uprobe_insn import UprobeHandling, uprobe_handling, writes_only_stack
+from gs_cgen.dwarf.uprobe_insn import (UprobeHandling, probeable_successor, uprobe_handling,
+                                      uprobe_refusal, writes_only_stack)
 from gs_cgen.cppnames import normalize
 from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_name,
                                       inlined_cpp_instances)
@@ -758,6 +759,16 @@ class ModuleDebugInfo:
         """Whether a uprobe at instruction `vaddr` is emulated or
         single-stepped by the kernel (dwarf/uprobe_insn.py)."""
         return uprobe_handling(self._elf.read(vaddr, 15))
+
+    def uprobe_refusal(self, vaddr: int) -> str | None:
+        """Why the kernel would refuse a uprobe on instruction `vaddr`
+        (dwarf/uprobe_insn.py), None when it takes one."""
+        return uprobe_refusal(self._elf.read(vaddr, 15))
+
+    def probeable_successor(self, vaddr: int) -> tuple[int, str] | None:
+        """The next instruction after refused `vaddr` that takes a uprobe,
+        reached in a straight line, and what lies between (uprobe_insn.py)."""
+        return probeable_successor(self._elf.read(vaddr, 64), vaddr)
 
     def writes_only_stack(self, low: int, high: int) -> bool:
         """The instructions in [low, high) write only their stack frame and

@@ -21,6 +21,16 @@ arch_uprobe_analyze_insn(), for 64-bit processes:
   everything else (mov, lea, sub, endbr64, push with REX.W, ...) is
   single-stepped. tests/live/test_hitcost_live.py checks this table
   against the running kernel (an emulated hit creates no XOL area).
+
+Some instructions the kernel refuses to probe at all (uprobe_init_insn(),
+-ENOTSUPP): one with a CS/DS/ES/SS segment or LOCK prefix (`notrack jmp`
+is 3e ff), `mov %reg,%ss`, and one whose first opcode byte its
+good_insns_64 table marks bad (in/out, int3, hlt, ...). For a VEX or EVEX
+instruction the kernel's decoder takes the byte after the VEX prefix as
+that opcode, so `vpxor` (c5 .. ef) and `vmovdqu` (c5 .. 6f) are refused
+while `vmovups` (c5 .. 10) is not: glibc's AVX2 string functions begin
+so. A refused probe on a file no process maps yet registers without
+complaint and never fires, so placement must know beforehand.
 """
 from __future__ import annotations
 
@@ -31,6 +41,14 @@ _X86_NOPS = {bytes.fromhex(h) for h in (
     "0f1f8000000000", "0f1f840000000000")}
 _LEGACY_PREFIXES = frozenset((0xF0, 0xF2, 0xF3, 0x2E, 0x36, 0x3E, 0x26, 0x64, 0x65, 0x66, 0x67))
 _MAX_INSTRUCTION = 15
+_REFUSED_PREFIXES = frozenset((0x26, 0x2E, 0x36, 0x3E, 0xF0))
+# good_insns_64, a row of 16 opcodes per string: 1 = may be probed.
+_GOOD_OPCODES = "".join((
+    "1111110011111101", "1111110011111100", "1111111011111110", "1111111011111110",
+    "1111111111111111", "1111111111111111", "0001111111110000", "1111111111111111",
+    "1101111111111111", "1111111111011111", "1111111111111111", "1111111111111111",
+    "1111111111110000", "1111000111111111", "1111000011010000", "1011011111001111"))
+_VEX_PREFIX_BYTES = {0xC5: 2, 0xC4: 3, 0x62: 4}      # VEX2, VEX3, EVEX (64-bit mode)
 
 
 class UprobeHandling(Enum):
@@ -52,6 +70,31 @@ def uprobe_handling(code: bytes) -> UprobeHandling:
     if _is_push(code):
         return UprobeHandling.EMULATED
     return UprobeHandling.SINGLE_STEPPED
+
+
+def uprobe_refusal(code: bytes) -> str | None:
+    """Why the kernel refuses a uprobe on the first instruction of `code`
+    (see above), or None when it takes it."""
+    prefixes, rex, rest = _split(code[:_MAX_INSTRUCTION])
+    refused = [p for p in prefixes if p in _REFUSED_PREFIXES]
+    if refused:
+        return f"its 0x{refused[0]:02x} prefix"
+    if not rest:
+        return "an undecodable instruction"
+    encoding = "the instruction"
+    opcode = rest[0]
+    if rex is None and opcode in _VEX_PREFIX_BYTES:
+        encoding = "an EVEX instruction" if opcode == 0x62 else "a VEX instruction"
+        if len(rest) <= _VEX_PREFIX_BYTES[opcode]:
+            return "an undecodable instruction"
+        opcode = rest[_VEX_PREFIX_BYTES[opcode]]
+    elif opcode == 0x8E and len(rest) > 1 and (rest[1] >> 3) & 7 == 2:
+        return "a move to %ss, which masks the single-step exception"
+    if _GOOD_OPCODES[opcode] == "0":
+        return f"{encoding} with opcode byte 0x{opcode:02x}"
+    if _is_branch(rest) and 0x66 in prefixes:
+        return "a branch with a 0x66 prefix"
+    return None
 
 
 def _split(insn: bytes) -> tuple[bytes, int | None, bytes]:
@@ -86,6 +129,29 @@ def _is_push(code: bytes) -> bool:
 _STACK_ONLY_MNEMONICS = frozenset((
     "push", "mov", "movq", "movl", "movw", "movb", "movabs", "movaps", "movups", "movapd",
     "movsd", "movss", "movdqa", "movdqu", "sub", "add", "lea", "and", "endbr64", "nop", "xchg"))
+
+
+def probeable_successor(code: bytes, address: int, limit: int = 4) -> tuple[int, str] | None:
+    """The first instruction of `code` (at `address`) the kernel takes a
+    uprobe on, reached from `address` in a straight line through refused
+    ones that neither branch nor move the stack pointer (a return probe
+    still finds the return address at sp); with what it passed
+    (`vpxor %xmm15,%xmm15,%xmm15`). None when there is no such one within
+    `limit` instructions."""
+    import capstone                 # noqa: PLC0415
+    decoder = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    decoder.detail = True
+    passed = []
+    for insn in decoder.disasm(code, address):
+        if uprobe_refusal(bytes(insn.bytes)) is None:
+            return (insn.address, "; ".join(passed)) if passed else None
+        flow = (capstone.CS_GRP_JUMP, capstone.CS_GRP_CALL, capstone.CS_GRP_RET,
+                capstone.CS_GRP_INT, capstone.CS_GRP_IRET)
+        if len(passed) == limit or any(insn.group(g) for g in flow) or \
+                any(insn.reg_name(r) in ("rsp", "esp", "sp") for r in insn.regs_access()[1]):
+            return None
+        passed.append(f"{insn.mnemonic} {insn.op_str}".strip())
+    return None
 
 
 def writes_only_stack(code: bytes, address: int) -> bool:

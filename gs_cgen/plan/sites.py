@@ -123,14 +123,37 @@ def _ifunc_implementation(module, ifunc, modules: ModuleSet) -> _Found:
 
 def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
     module = where.module
+    address, note = _probeable(block, where)
     return ProbeSite(probe_id=probe_id, pattern_text=block.pattern_text,
-                     module_path=module.path, address=where.address,
-                     file_offset=module.vaddr_to_file_offset(where.address),
+                     module_path=module.path, address=address,
+                     file_offset=module.vaddr_to_file_offset(address), placement_note=note,
                      function=where.function, source_file=where.file, source_line=where.line,
                      module_cookie=module_cookie(module.path, module.build_id),
                      function_note=where.function_note, no_variables=where.no_variables,
                      open_path=module.open_path, frame_die=where.frame_die,
                      function_entry=where.entry)
+
+
+def _probeable(block: ast.TraceBlock, where: _Found) -> tuple[int, str | None]:
+    """Where the kernel takes the probe: the address itself, or for a
+    function or line, the next instruction in a straight line when the
+    kernel refuses this one (uprobe_insn.py: a refused probe on a file not
+    yet mapped never fires, silently). An address is probed as written."""
+    module, address = where.module, where.address
+    refusal = module.uprobe_refusal(address)
+    if refusal is None:
+        return address, None
+    moved = None if isinstance(block.pattern, ast.AddressPattern) else \
+        module.probeable_successor(address)
+    if moved is None:
+        successor = module.probeable_successor(address)
+        raise DebugInfoError(
+            f"the kernel cannot place a uprobe at 0x{address:x} "
+            f"({where.function or 'this address'}): {refusal}",
+            span=block.pattern_span,
+            candidates=(f"0x{successor[0]:x}",) if successor else ())
+    return moved[0], (f"at 0x{moved[0]:x}, after `{moved[1]}` at 0x{address:x}, which the "
+                      f"kernel cannot probe ({refusal})")
 
 
 # ------------------------------------------------------------ placement
