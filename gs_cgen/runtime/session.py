@@ -306,8 +306,7 @@ class TraceSession:
                 f" (opened as {site.attach_path})"
             raise RuntimeTraceError(
                 f"cannot attach uprobe for '{site.pattern_text}' at "
-                f"{site.module_path}+0x{site.file_offset:x}{opened}: "
-                f"{os.strerror(err) if err else 'failed'}")
+                f"{site.module_path}+0x{site.file_offset:x}{opened}: {_attach_failure(err)}")
         self.attached.append(AttachedProbe(site, event_name, fd))
 
     def detach(self) -> None:
@@ -478,6 +477,15 @@ def _loader_digest() -> str:
                    "uprobe_links.py"):
         digest.update((here / module).read_bytes())
     return digest.hexdigest()
+
+
+_ENOTSUPP = 524          # the kernel's own errno (include/linux/errno.h), not in userspace's
+
+
+def _attach_failure(err: int) -> str:
+    if err == _ENOTSUPP:
+        return "the kernel refuses a uprobe on the instruction there (ENOTSUPP)"
+    return os.strerror(err) if err else "failed"
 
 
 def _attach_perf_uprobe(prog_fd: int, event_name: bytes, site: ProbeSite,
