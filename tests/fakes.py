@@ -34,6 +34,7 @@ class FakeModule:
     target_root: str = ""
     build_id: str | None = "00112233445566778899aabbccddeeff00112233"
     functions: dict[str, list[FunctionSite]] = field(default_factory=dict)
+    inlined: dict[str, list[FunctionSite]] = field(default_factory=dict)   # no symbol names them
     lines: dict[tuple[str, int], list[LineSite]] = field(default_factory=dict)
     variables: dict[int, list[VisibleVariable]] = field(default_factory=dict)
     globals: dict[str, GlobalVariable] = field(default_factory=dict)
@@ -143,6 +144,9 @@ class FakeModule:
 
     def describe_address(self, vaddr: int) -> CodeLocation:
         return CodeLocation(self.check_code_address(vaddr), None, None)
+
+    def inlined_sites(self, name: str) -> list[FunctionSite]:
+        return self.inlined.get(name, [])
 
     def uprobe_refusal(self, vaddr: int) -> str | None:
         return None          # fake code: every instruction takes a uprobe

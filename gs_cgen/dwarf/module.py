@@ -385,6 +385,12 @@ class ModuleDebugInfo:
         stub = self._plt_stubs.stub_at(vaddr)
         return stub.name if stub is not None else None
 
+    def inlined_sites(self, name: str) -> list[FunctionSite]:
+        """The inlined copies of `name` alone, for a function no symbol
+        table of the process names (one that exists only inlined here)."""
+        self.require_debug_info()
+        return sorted(self._inlined_sites(name), key=lambda site: site.probe_address)
+
     def _inlined_sites(self, name: str) -> list[FunctionSite]:
         """Inlined instances of `name`, in every CU: gdb sets a location on
         each. Raw searches find them (dwarf/sites.py inlined_instances), so

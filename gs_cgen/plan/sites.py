@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import NoReturn
 
 from gs_cgen.errors import DebugInfoError
 from gs_cgen.lazydataclass import dataclass
@@ -66,18 +67,15 @@ def _resolve(block: ast.TraceBlock, modules: ModuleSet) -> list[_Found]:
 def _functions(name: str, modules: ModuleSet) -> list[_Found]:
     holders = modules.function_modules(name)
     if len(holders) > 1:
-        paths = ", ".join(m.path for m in holders)
-        raise DebugInfoError(
-            f"function '{name}' is defined in several modules: {paths}",
-            hints=(f"name the module with -t, e.g. -t {holders[1].path} -p PID",))
-    module = holders[0] if holders else modules.default
+        _in_several_modules(name, holders)
     if holders:
+        module = holders[0]
         ifunc = module.ifunc_named(name)
         if ifunc is not None:
             return [_ifunc_implementation(module, ifunc, modules)]
         functions = module.find_functions(name)
     else:
-        functions = _in_default(name, modules)
+        module, functions = _without_symbol(name, modules)
     return [_Found(module, f.probe_address, f.name, *_probe_line(module, f),
                    no_variables=f.no_variables, frame_die=f.frame_die, entry=_entry(f))
             for f in sorted(functions, key=lambda f: f.probe_address)]
@@ -100,15 +98,31 @@ def _entry(function) -> int | None:
     return None
 
 
-def _in_default(name: str, modules: ModuleSet) -> list:
-    """No symbol table has `name`; the default module's DWARF still may
-    (a file without .symtab). Else the error says where we looked."""
+def _in_several_modules(name: str, holders: list) -> NoReturn:
+    paths = ", ".join(m.path for m in holders)
+    raise DebugInfoError(
+        f"function '{name}' is defined in several modules: {paths}",
+        hints=(f"name the module with -t, e.g. -t {holders[1].path} -p PID",))
+
+
+def _without_symbol(name: str, modules: ModuleSet) -> tuple[object, list]:
+    """No symbol table has `name`; the default module's DWARF still may (a
+    file without .symtab, a function that exists only inlined), else the
+    inlined copies in another module (libc's checked_request2size, as gdb's
+    `break` finds them). Else the error says where we looked."""
     default = modules.default
     if default.has_debug_info:
         try:
-            return default.find_functions(name)
+            return default, default.find_functions(name)
         except DebugInfoError:
             pass
+    if not modules.restrict_to_default:
+        inlined = [(m, sites) for m in modules.others()
+                   if m.has_debug_info and (sites := m.inlined_sites(name))]
+        if len(inlined) > 1:
+            _in_several_modules(name, [m for m, _ in inlined])
+        if inlined:
+            return inlined[0]
     modules.raise_function_not_found(name)
 
 

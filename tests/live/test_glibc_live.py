@@ -195,3 +195,22 @@ def test_backtrace_names_the_dwarf_function(libc_target):
     offset = site_of(dry_run("-p", str(pid), "-s", "trace malloc { }"))["address"]
     assert lines[1] == f"  #0 __libc_malloc at {file}:{line} " \
                        f"[{os.path.basename(mapped_libc(pid))}+0x{offset:x}]", lines
+
+
+def test_a_function_only_inlined_in_libc_is_found_from_the_process(libc_target):
+    """`checked_request2size` exists only inlined, in libc (not in the
+    fixture, whose symbol tables are searched first): `-p` finds its copies
+    at gdb's `break` locations and reads `req` there (before: "no function
+    'checked_request2size' in ... or the libraries it loads")."""
+    from tests.gdb_oracle import gdb_locations  # noqa: PLC0415
+    pid = str(libc_target.pid)
+    libc = mapped_libc(libc_target.pid)
+    dry = gs_cgen("trace", "-p", pid, "--dry-run", "-s", "trace checked_request2size { print req; }")
+    assert dry.returncode == 0, dry.stderr
+    ours = sorted(int(a, 16) for a in re.findall(r"libc\.so\.6 (0x[0-9a-f]+), file offset", dry.stdout))
+    assert ours == gdb_locations(libc, ["checked_request2size"])["checked_request2size"] != []
+    result = gs_cgen("trace", "-p", pid, "--output", "plain", "--max-events", "6", "-s",
+                     "trace checked_request2size { print req; }")
+    assert result.returncode == 0, result.stderr
+    values = {int(line.removeprefix("req = ")) for line in result.stdout.splitlines()}
+    assert values <= {*SIZES, 7 * 9} and len(values) >= 2, result.stdout

@@ -131,6 +131,22 @@ def test_exported_definition_wins_over_another_librarys_local_one():
         sites("trace strlen { }", ModuleSet.of(app, loader, libc, other))
 
 
+def test_a_function_only_inlined_in_a_library_is_found_there():
+    """No symbol table names it; the library's DWARF has its inlined
+    copies (libc's checked_request2size): probed there, as gdb's break."""
+    app, lib = module("/app", ["main"]), module("/lib/libc.so.6", ["malloc"])
+    lib.inlined["checked_request2size"] = [
+        FunctionSite("checked_request2size", 0x1300, 0x1320, 0x1300, "malloc.c", 1338),
+        FunctionSite("checked_request2size", 0x1400, 0x1420, 0x1400, "malloc.c", 1338)]
+    found = sites("trace checked_request2size { }", ModuleSet.of(app, lib))
+    assert [(owner, site.address) for owner, site in found] == [(lib, 0x1300), (lib, 0x1400)]
+    other = module("/lib/libm.so.6", ["sin"])
+    other.inlined["checked_request2size"] = lib.inlined["checked_request2size"]
+    with pytest.raises(DebugInfoError, match="defined in several modules: /lib/libc.so.6, "
+                                             "/lib/libm.so.6"):
+        sites("trace checked_request2size { }", ModuleSet.of(app, lib, other))
+
+
 def test_function_found_nowhere_names_the_modules_searched_and_nearest_names():
     app = module("/app", ["main"])
     lib = module("/lib/libx.so", ["lib_work", "lib_setup"])
