@@ -92,7 +92,8 @@ def inlined_instances(index: DwarfIndex, name: str) -> list:
 
 def inlined_cache_key(name: str) -> str:
     # Names may hold any character (C++ `ns::f(int)`); a file name may not.
-    return "inlined-" + name_digest(name)
+    # v2: entries found before _in_its_cus_code could hold a false copy.
+    return "inlined-v2-" + name_digest(name)
 
 
 def _offsets_named(plain, name: str) -> list[int]:
@@ -110,10 +111,21 @@ def _find_inlined_instances(index: DwarfIndex, name: str) -> list:
             continue
         for die in index.references_to(abstract, ("DW_AT_abstract_origin",),
                                        ("DW_TAG_inlined_subroutine",)):
-            if die.tag == "DW_TAG_inlined_subroutine" and index.die_ranges(die) and \
+            if die.tag == "DW_TAG_inlined_subroutine" and _in_its_cus_code(index, die) and \
                     die.attributes["DW_AT_abstract_origin"].value + die.cu.cu_offset == abstract.offset:
                 found.append(die)
     return sorted(found, key=lambda die: die.offset)
+
+
+def _in_its_cus_code(index: DwarfIndex, die) -> bool:
+    """Every range of the inlined copy lies in a function of its own CU.
+    A raw search's hit can decode as a DIE inside another one's bytes (in
+    ld.so, `decl_line 30` read as the abbreviation of an inlined `malloc`,
+    at address 0x3600001337340000): real copies are in their CU's code."""
+    ranges = index.die_ranges(die)
+    return bool(ranges) and all(
+        (hit := index.function_at(low)) is not None and hit[0].cu_offset == die.cu.cu_offset
+        for low, _ in ranges)
 
 
 def line_at(table: LineTable, address: int) -> int | None:

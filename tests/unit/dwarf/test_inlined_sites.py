@@ -26,3 +26,19 @@ def test_inlined_instances_match_gdb_locations(tmp_path):
     second = {v.name: v.location for v in module.variables_at(sites[1].probe_address)}
     assert {first["k"], second["k"]} == {ImplicitValue(3), ImplicitValue(5)}
     assert isinstance(first["v"], InRegister)
+
+
+def test_a_raw_hit_inside_another_die_is_no_inlined_copy():
+    """ld.so's `malloc` exists only inlined (rtld-malloc.h), 45 copies in
+    gdb. One raw hit for a reference to its abstract instance lay inside
+    another DIE and decoded as an inlined copy at 0x3600001337340000: it
+    is not one, since no function of its CU covers that address."""
+    from tests.gdb_oracle import gdb_locations          # noqa: PLC0415
+    from tests.prerequisites import require              # noqa: PLC0415
+    ld_so = "/lib64/ld-linux-x86-64.so.2"
+    module = open_module(ld_so)
+    if not module.has_debug_info:
+        require(f"no DWARF for {ld_so} (install libc6-dbg)")
+    sites = module.find_functions("malloc")
+    assert [s.probe_address for s in sites] == gdb_locations(ld_so, ["malloc"])["malloc"]
+    assert len(sites) > 40
