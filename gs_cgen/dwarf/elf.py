@@ -181,6 +181,11 @@ class SymbolTable:
         return sorted({spell(row[0], row[6], row[7]) for row in self._rows
                        if row[3] == kind.value and row[1] and row[6]})
 
+    def names_at(self, address: int, kind: SymbolKind) -> set[str]:
+        """The names of every `kind` symbol whose value is `address` (an
+        object's aliases: program_invocation_short_name is __progname)."""
+        return {row[0] for row in self._rows if row[1] == address and row[3] == kind.value}
+
     def functions_starting_at(self, address: int) -> list[Symbol]:
         """Every function symbol (aliases, versions) whose value is `address`."""
         i = bisect.bisect_left(self._func_starts, address)

@@ -640,18 +640,32 @@ class ModuleDebugInfo:
         those declared __thread / _Thread_local."""
         self.require_debug_info()
         for sym in self._symbols_named(name, SymbolKind.OBJECT):
-            die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), name)
+            die = self._aliased_variable_die((b"\x03" + struct.pack("<Q", sym.address),),
+                                             name, sym.address, SymbolKind.OBJECT)
             if die is not None:
                 glob = self._global(die, name, sym.address)
                 slots = () if sym.local else self.import_slots(name)
                 return dataclasses.replace(glob, got_slot=slots[0]) if slots else glob
         for sym in self._symbols_named(name, SymbolKind.TLS) if self.tls_segment else ():
             # st_value of an STT_TLS symbol is its offset in the TLS block.
-            for needle in tls_expression_bytes(sym.address):
-                die = self._variable_die_at(needle, name)
-                if die is not None:
-                    return self._global(die, name, sym.address, thread_local=True)
+            die = self._aliased_variable_die(tls_expression_bytes(sym.address), name, sym.address,
+                                             SymbolKind.TLS)
+            if die is not None:
+                return self._global(die, name, sym.address, thread_local=True)
         return self._cpp_global(name) or self._constant_global(name)
+
+    def _aliased_variable_die(self, needles, name: str, address: int, kind: SymbolKind):
+        """The variable DIE at `address` (searched for by `needles`) called
+        `name`, else by another symbol of that address: DWARF names an
+        object once, and its aliases (__libc_errno for errno,
+        program_invocation_short_name for __progname) are symbols only, as
+        gdb's `print` finds them."""
+        for names in ({name}, self._elf.symbols.names_at(address, kind) - {name}):
+            for needle in needles if names else ():
+                die = self._variable_die_at(needle, names)
+                if die is not None:
+                    return die
+        return None
 
     def _cpp_global(self, name: str) -> GlobalVariable | None:
         """A C++ object by its qualified name (`geo::counter`,
@@ -690,13 +704,14 @@ class ModuleDebugInfo:
             return dataclasses.replace(glob, section="const", constant=data)
         return None
 
-    def _variable_die_at(self, needle: bytes, name: str):
+    def _variable_die_at(self, needle: bytes, names):
         # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1),
         # or the TLS shape (dwarf/tls.py): search the raw bytes, then parse
-        # only the CU holding the hit.
+        # only the CU holding the hit. `names`: one name or a set of them.
+        wanted = {names} if isinstance(names, str) else names
         for pos in self._dwarf.find_bytes(needle, _SEARCH_LIMIT):
             die = self._die_enclosing(pos)
-            if die is not None and die.tag == "DW_TAG_variable" and die_name(die) == name:
+            if die is not None and die.tag == "DW_TAG_variable" and die_name(die) in wanted:
                 return die
         return None
 

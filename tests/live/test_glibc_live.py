@@ -214,3 +214,16 @@ def test_a_function_only_inlined_in_libc_is_found_from_the_process(libc_target):
     assert result.returncode == 0, result.stderr
     values = {int(line.removeprefix("req = ")) for line in result.stdout.splitlines()}
     assert values <= {*SIZES, 7 * 9} and len(values) >= 2, result.stdout
+
+
+def test_aliases_of_libc_objects_read_as_their_object(libc_target):
+    """DWARF names glibc's objects once; their aliases are symbols only
+    (program_invocation_short_name is __progname, __libc_errno is the TLS
+    errno): gdb's `print` finds them, and so does a trace (before: "no
+    variable 'program_invocation_short_name' ... did you mean:
+    program_invocation_short_name")."""
+    result = gs_cgen("trace", "-p", str(libc_target.pid), "--output", "plain", "--max-events", "2",
+                     "-s", 'trace free { print "{} {} {} {}", program_invocation_short_name, '
+                           '__progname, __libc_errno == errno, &__libc_errno == &errno; }')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ['"libc_calls" "libc_calls" true true'] * 2, result.stdout
