@@ -48,6 +48,7 @@ class FrameResolver:
         self._by_pc: dict[int, dict[int, ModuleAt]] = {}  # pid -> PC -> its module
         self._named: dict[int, dict] = {}  # pid -> machine frame -> its shown frames
         self._gone: dict[int, float] = {}  # pid -> when /proc last had no such process
+        self._read_at: dict[int, float] = {}  # pid -> when its maps were last read
         atexit.register(self.flush)
 
     def __call__(self, pid: int, address: int, is_return_address: bool) -> Frame:
@@ -71,6 +72,7 @@ class FrameResolver:
     def backtrace(self, pid: int, value) -> "Backtrace":
         """A `bt` value (render/decode.py Backtrace) unwound and named with
         the modules `pid` has mapped now (gs_cgen/unwind)."""
+        self._fresh_maps(pid)
         capture = value.capture
         inlined = capture.show in (BacktraceShow.FRAMES, BacktraceShow.FULL)
         stack = StackCopy(value.stack_base, value.stack).with_returns(value.pending_returns)
@@ -133,6 +135,25 @@ class FrameResolver:
             self._memos[key] = ModuleMemo(module, module.derived_cache())
         return self._memos[key]
 
+    def _fresh_maps(self, pid: int) -> None:
+        """Maps read at most _MAPS_FRESH ago, before a backtrace is named: a
+        module dlopen()ed since the last read would otherwise be looked for
+        only once its frame is reached, which (the first time a module's
+        DWARF is opened, in a process that exits at once) can be after the
+        process and its /proc are gone."""
+        now = time.monotonic()
+        if pid not in self._targets or now - self._read_at.get(pid, 0.0) < _MAPS_FRESH:
+            return
+        self._read_at[pid] = now
+        try:
+            fresh = open_process(pid)
+        except GsError:
+            return                       # gone: keep the maps it had
+        old = self._targets.get(pid)
+        if old is None or fresh.mappings != old.mappings:
+            self._forget_pcs(pid)
+        self._targets[pid] = fresh
+
     def _forget_pcs(self, pid: int) -> None:
         """Its maps are re-read: what was found by PC may have moved."""
         self._by_pc.pop(pid, None)
@@ -180,6 +201,7 @@ class FrameResolver:
                 break                 # exited just now: no /proc to re-read
             if refresh or pid not in self._targets:
                 self._forget_pcs(pid)
+                self._read_at[pid] = time.monotonic()
                 try:
                     self._targets[pid] = open_process(pid)
                 except GsError:       # gone: keep the maps it had, if any
@@ -196,6 +218,7 @@ class FrameResolver:
 # looked up again only after this long (a new process may reuse it).
 _RETRY_GONE = 1.0
 _MAX_PCS = 1 << 16      # remembered PCs per process (a bound; loops revisit a few)
+_MAPS_FRESH = 0.05      # s: how old a process's maps may be when a backtrace starts
 
 
 def _file_offset_to_vaddr(module, file_offset: int) -> int | None:

@@ -155,6 +155,35 @@ def test_python311_dict_setitem_to_start():
     assert expected[1][0] == "_PyEval_EvalFrameDefault" and expected[-1][0] == "_start"
 
 
+def test_a_module_dlopened_by_a_process_that_exits_at_once(tmp_path):
+    """python3.11 imports `array` (dlopen) and exits right after the probe:
+    with an empty cache, naming the first frames opens libpython's DWARF
+    for a while, and a frame in array.so, mapped after the maps were first
+    read, was looked up in /proc only after the process had gone ("no
+    unwind info", `?? [0x...]`). The maps are fresh when a backtrace
+    starts; gdb's `bt` at the same function is the oracle."""
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    found = _python311()
+    require(None if found else "no python3.11 with a shared libpython3.11.so.1.0")
+    interpreter, _ = found
+    code = 'import array; repr(array.array("d", [2.5]))'
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))      # nothing known yet
+    result = gs_cgen("trace", "-s", "trace float_repr { bt; }", "--max-events", "1",
+                     "--output", "plain", "--", interpreter, "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    gdb_out = subprocess.run(["gdb", "-nx", "-batch", "-ex", "set pagination off",
+                              "-ex", "set breakpoint pending on", "-ex", "break float_repr",
+                              "-ex", "run", "-ex", "echo ==bt==\\n", "-ex", "bt",
+                              "--args", interpreter, "-c", code],
+                             capture_output=True, text=True, timeout=180).stdout
+    (header, lines), = backtraces(result.stdout)
+    expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_out.split("==bt==\n")[1])]
+    assert header == f"backtrace: complete, {len(expected)} frames", lines
+    assert shown_frames(lines) == expected
+    assert any("array" in line for line in lines)
+
+
 def gdb_arguments(gdb_text: str) -> list[dict[str, str]]:
     """Each frame's `name=value` arguments as gdb's bt prints them (an
     entry value `p=p@entry=1` is the value 1)."""
