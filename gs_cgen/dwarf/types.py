@@ -242,11 +242,29 @@ def type_name(ctype: CType) -> str:
         case QualifiedType() if isinstance(strip_qualifiers(ctype.target), PointerType):
             # The pointer itself is qualified: C writes that after the `*`.
             return f"{type_name(ctype.target)} {ctype.qualifier}"
+        case QualifiedType() if _element_has(ctype.target, ctype.qualifier):
+            # C qualifies an array's elements, and GCC says so twice
+            # (const -> array -> const char): `const char[14]`, as gdb.
+            return type_name(ctype.target)
         case QualifiedType():
             return f"{ctype.qualifier} {type_name(ctype.target)}"
         case FunctionType():
             return "function"
     raise TypeError(f"not a CType: {ctype!r}")
+
+
+def _element_has(ctype: CType, qualifier: str) -> bool:
+    """`ctype` is an array whose innermost elements carry `qualifier`."""
+    if not isinstance(ctype, ArrayType):
+        return False
+    element = ctype.element
+    while isinstance(element, ArrayType):
+        element = element.element
+    while isinstance(element, QualifiedType):
+        if element.qualifier == qualifier:
+            return True
+        element = element.target
+    return False
 
 
 def _pointer_name(ctype: PointerType) -> str:

@@ -9,8 +9,7 @@ import pytest
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.index import TYPE_TAGS
-from gs_cgen.dwarf.types import (IntType, PointerType, StructType, TypedefType,
-                                 describe_definition, same_definition, strip, type_name)
+from gs_cgen.dwarf.types import (ArrayType, IntType, PointerType, QualifiedType, StructType, TypedefType, describe_definition, same_definition, strip, type_name)
 from tests.casts_fixture import build_casts
 from tests.prerequisites import require
 
@@ -74,3 +73,16 @@ def test_definitions_compared_across_modules(casts):
     assert not same_definition(twice_a, twice_b)
     assert describe_definition(twice_a) == "struct Twice { int a_first; int a_second; }, 8 bytes"
     assert describe_definition(twice_b) == "struct Twice { long int b_only; }, 8 bytes"
+
+
+def test_a_qualified_array_of_qualified_elements_says_it_once():
+    """GCC writes `static const char __func__[14]` as const -> array ->
+    const char; C qualifies an array through its elements: gdb's
+    `const char [14]`, not `const const char[14]`."""
+    char = IntType("char", 1, True, True)
+    const_char = QualifiedType("const", char)
+    assert type_name(QualifiedType("const", ArrayType(const_char, 14))) == "const char[14]"
+    assert type_name(QualifiedType("const", ArrayType(ArrayType(const_char, 3), 2))) == \
+        "const char[2][3]"
+    assert type_name(QualifiedType("volatile", ArrayType(const_char, 4))) == \
+        "volatile const char[4]"
