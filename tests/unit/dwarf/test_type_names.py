@@ -9,7 +9,9 @@ import pytest
 
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.index import TYPE_TAGS
-from gs_cgen.dwarf.types import (ArrayType, IntType, PointerType, QualifiedType, StructType, TypedefType, describe_definition, same_definition, strip, type_name)
+from gs_cgen.dwarf.types import (ArrayType, IntType, PointerType, QualifiedType, StructType,
+                                 TypedefType, describe_definition, same_definition, strip,
+                                 type_name)
 from tests.casts_fixture import build_casts
 from tests.prerequisites import require
 
