@@ -151,6 +151,9 @@ class FakeModule:
     def uprobe_refusal(self, vaddr: int) -> str | None:
         return None          # fake code: every instruction takes a uprobe
 
+    def probe_line(self, vaddr: int) -> tuple[str | None, int | None]:
+        return self.line_at(vaddr)
+
     def line_at(self, vaddr: int) -> tuple[str | None, int | None]:
         rows = [(s.file, s.line) for sites in self.lines.values() for s in sites
                 if s.address == vaddr]

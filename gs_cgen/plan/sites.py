@@ -86,7 +86,7 @@ def _probe_line(module, function) -> tuple[str | None, int | None]:
     it (after an -O0 prologue, the function's first statement; in optimized
     code possibly a line of a function inlined there); the declaration's
     line where the line table has none."""
-    file, line = module.line_at(function.probe_address)
+    file, line = module.probe_line(function.probe_address)
     return (file, line) if line else (function.decl_file, function.decl_line)
 
 
