@@ -50,7 +50,7 @@ def calls_to(index: DwarfIndex, callee) -> list:
     function can have. Found by raw searches (index.references_to,
     index.dies_named), never a walk of a CU, and kept in the index cache
     by build-id: an index of call sites by callee, built callee by callee."""
-    name = f"calls-{callee.offset}"
+    name = f"calls-v2-{callee.offset}"     # v2: with _in_its_cus_code
     offsets = index.cached(name, _offsets_from_plain)
     if offsets is None:
         offsets = sorted({die.offset for die in _find_calls(index, callee)})
@@ -68,8 +68,20 @@ def _find_calls(index: DwarfIndex, callee):
                         if die.cu.cu_offset != callee.cu.cu_offset]
     for target in targets:
         for die in index.references_to(target, _ORIGIN_ATTRS, _CALL_SITE_TAGS):
-            if any(_points_to(die, a, target) for a in _ORIGIN_ATTRS):
+            if any(_points_to(die, a, target) for a in _ORIGIN_ATTRS) and \
+                    _in_its_cus_code(index, die):
                 yield die
+
+
+def _in_its_cus_code(index: DwarfIndex, die) -> bool:
+    """The call returns into a function of the call site's own CU. A raw
+    search's hit can decode as a DIE inside another one's bytes (pyrsistent
+    -O3: a "call site" returning to 0xa00000000001908 whose children do not
+    parse): a real call site is in its CU's code."""
+    return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS if a in die.attributes),
+                     None)
+    hit = index.function_at(return_pc - 1) if isinstance(return_pc, int) and return_pc else None
+    return hit is not None and hit[0].cu_offset == die.cu.cu_offset
 
 
 def _same_function(index: DwarfIndex, die) -> list:

@@ -114,3 +114,23 @@ def test_float_arguments_come_from_constant_call_sites(tmp_path):
     found = {v.name: v.location for v in module.variables_at(after.address)}
     assert isinstance(found["f"], CallSiteValue)          # DW_OP_entry_value(xmm0)
     assert found["d"] == UnsupportedLocation("value in SIMD register xmm1 (not in pt_regs)")
+
+
+def test_a_raw_hit_that_returns_outside_its_cus_code_is_no_call_site():
+    """pyrsistent -O3: a raw hit for a reference to a callee decoded as a
+    "call site" returning to 0xa00000000001908, whose children did not
+    parse (`internal error: KeyError: 3644`). A real one returns into a
+    function of its own CU."""
+    from types import SimpleNamespace as NS
+    from gs_cgen.dwarf.callsites import _in_its_cus_code
+    cu = NS(cu_offset=0x100)
+    index = NS(function_at=lambda pc: (cu, None) if 0x1000 <= pc < 0x2000 else None)
+
+    def call_site(return_pc, cu_offset=0x100):
+        return NS(attributes={"DW_AT_call_return_pc": NS(value=return_pc)},
+                  cu=NS(cu_offset=cu_offset))
+    assert _in_its_cus_code(index, call_site(0x1010))
+    assert _in_its_cus_code(index, call_site(0x2000))           # a call that ends the function
+    assert not _in_its_cus_code(index, call_site(0xA00000000001908))
+    assert not _in_its_cus_code(index, call_site(0x1010, cu_offset=0x900))
+    assert not _in_its_cus_code(index, NS(attributes={}, cu=cu))
