@@ -140,7 +140,9 @@ def render_json(snapshot: AggregationSnapshot) -> str:
 
 def _json_entry(aggregation: AggregationPlan, entry: _Entry) -> dict:
     if entry.error is not None:
-        return {"key": None, "error": entry.error, "hits": entry.words[0], "value": None}
+        # A count counted them; a sum or hist did not read what it adds.
+        value = entry.words[0] if aggregation.kind == "count" else None
+        return {"key": None, "error": entry.error, "hits": entry.words[0], "value": value}
     if aggregation.kind == "hist":
         value = [{"bucket": bucket_label(i), "count": count}
                  for i, count in enumerate(entry.words) if count]

@@ -113,7 +113,7 @@ def test_json_has_one_object_per_aggregation(binary, gdb_calls):
     assert keyed == {(name,): count for name, count in names.items()}
     errors = [e for e in by_name["entries"] if e["key"] is None]
     assert errors == [{"key": None, "error": "null pointer dereference", "hits": 1,
-                       "value": None}]
+                       "value": 1}]
     assert sizes["kind"] == "hist"
     buckets = Counter(bpftrace_bucket(size) for _, _, size in gdb_calls)
     assert {b["bucket"]: b["count"] for b in sizes["entries"][0]["value"]} == dict(buckets)

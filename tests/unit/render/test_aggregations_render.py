@@ -90,4 +90,13 @@ def test_json_one_object_per_aggregation():
     assert json.loads(render_json(snapshot)) == {
         "aggregation": "c", "kind": "count", "dropped": 0, "entries": [
             {"key": ["a"], "value": 1},
-            {"key": None, "error": "read failed", "hits": 2, "value": None}]}
+            {"key": None, "error": "read failed", "hits": 2, "value": 2}]}
+
+
+def test_json_error_key_of_a_sum_has_hits_but_no_value():
+    """What a sum would add was not read: its hits are known, its value not
+    (a count's value is its hits, as plain output prints it)."""
+    plan = aggregation("sum", [string_key()], name="s")
+    snapshot = AggregationSnapshot(plan, ((key_bytes(bytes(64), status=2), (3, 0)),))
+    assert json.loads(render_json(snapshot))["entries"] == [
+        {"key": None, "error": "read failed", "hits": 3, "value": None}]
