@@ -121,7 +121,7 @@ class ExprPlanner:
             return self.location_place(var.location, var.type)
         try:
             found = self.modules.find_global(ident, self.module)
-        except DebugInfoError as exc:       # a C++ name of several objects
+        except (DebugInfoError, PlanError) as exc:   # several objects, several modules
             exc.span = exc.span or expr.span
             raise
         if found is not None:

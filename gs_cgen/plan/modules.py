@@ -109,7 +109,8 @@ class ModuleSet:
             return self.open(matches[0])
         if not matches:
             raise DebugInfoError(f"no loaded module matches '{suffix}'",
-                                 candidates=tuple(os.path.basename(p) for p in paths[:8]))
+                                 candidates=tuple(dict.fromkeys(os.path.basename(p)
+                                                                for p in paths))[:8])
         raise DebugInfoError(f"module suffix '{suffix}' is ambiguous: " + ", ".join(matches))
 
     def function_modules(self, name: str) -> list:

@@ -110,6 +110,15 @@ class SectionOffsets:
     bss: int
 
 
+def _unreadable_process(pid: int) -> str:
+    if os.geteuid() != 0:
+        return f"cannot read /proc/{pid} (run gs-cgen as root)"
+    # Root and still refused: ptrace access mode checks (a process of
+    # another user namespace, Yama, an LSM) or a /proc mounted hidepid.
+    return (f"cannot read /proc/{pid}, even as root: the kernel denies access to that "
+            "process (another user namespace, or a security policy)")
+
+
 def open_process(pid: int) -> ProcessTarget:
     """Read /proc/PID; TargetError when it does not exist or is not ours."""
     try:
@@ -120,7 +129,7 @@ def open_process(pid: int) -> ProcessTarget:
     except (FileNotFoundError, ProcessLookupError):
         raise TargetError(f"no process with PID {pid}") from None
     except PermissionError:
-        raise TargetError(f"cannot read /proc/{pid} (run gs-cgen as root)") from None
+        raise TargetError(_unreadable_process(pid)) from None
     return ProcessTarget(pid, tuple(parse_maps(maps)), (ns.st_dev, ns.st_ino), root,
                          _entry_point(pid), root_path)
 

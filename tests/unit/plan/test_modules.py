@@ -64,12 +64,28 @@ def test_global_in_several_other_modules_is_an_error():
         ModuleSet.of(app, one, two).find_global("dup", app)
 
 
+def test_a_global_of_several_modules_points_at_the_name_in_the_script():
+    app = module("/app", ["main"])
+    one, two = module("/lib/a.so", [], ["dup"]), module("/lib/b.so", [], ["dup"])
+    app.functions["main"] = [FunctionSite("main", 0x1100, 0x1200, 0x1110, "x.c", 3)]
+    from gs_cgen.plan.build import PlanOptions, build_plan  # noqa: PLC0415
+    from gs_cgen.plan.model import PidNamespace  # noqa: PLC0415
+    with pytest.raises(PlanError) as info:
+        build_plan(parse("trace main { print dup; }"), ModuleSet.of(app, one, two),
+                   PlanOptions("t.gs", PidNamespace(False)))
+    assert (info.value.span.line, info.value.span.column) == (1, 20)
+
+
 def test_module_suffix_for_address_patterns():
     app, lib = module("/app", ["main"]), module("/usr/lib/libx.so.1", ["work"])
     modules = ModuleSet.of(app, lib)
     assert modules.by_suffix("libx.so") is lib
     with pytest.raises(DebugInfoError, match="no loaded module matches 'liby.so'"):
         modules.by_suffix("liby.so")
+    twice = ModuleSet.of(app, lib, module("/lib/libx.so.1", []), module("/app", []))
+    with pytest.raises(DebugInfoError) as info:
+        twice.by_suffix("liby.so")
+    assert info.value.candidates == ("app", "libx.so.1")     # each name once
 
 
 # ------------------------------------------------------------- GNU IFUNCs

@@ -260,3 +260,11 @@ def test_one_cookie_for_the_probe_and_the_offsets_it_is_filled_under():
     global_cookie = probe.slots[0].capture.address.cookie
     assert ref.file is viewed and ref.path == module.path
     assert ref.cookie == probe.site.module_cookie == global_cookie
+
+
+def test_an_unreadable_process_says_root_is_not_enough_when_root(monkeypatch):
+    from gs_cgen.runtime import target as target_mod  # noqa: PLC0415
+    monkeypatch.setattr(target_mod.os, "geteuid", lambda: 1000)
+    assert target_mod._unreadable_process(1) == "cannot read /proc/1 (run gs-cgen as root)"
+    monkeypatch.setattr(target_mod.os, "geteuid", lambda: 0)
+    assert target_mod._unreadable_process(1).startswith("cannot read /proc/1, even as root")
