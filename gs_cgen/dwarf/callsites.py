@@ -7,6 +7,8 @@ module (gdb finds the call site by the return address, wherever it is).
 """
 from __future__ import annotations
 
+import struct
+
 from gs_cgen.dwarf.expression import (CONSTANT_OPS, breg_operands, decode_ops, is_simd, numbered,
                                       register_operand)
 from gs_cgen.dwarf.index import DwarfIndex, die_name
@@ -224,3 +226,53 @@ def translate_value(ops, written, saved: dict[int, tuple] | None = None) -> Valu
     except IndexError:
         return None
     return ValueExpression(stack[-1]) if len(stack) == 1 else None
+
+
+# ------------------------------------------------------------ tail calls
+_TAIL_CALL_ATTRS = ("DW_AT_call_tail_call", "DW_AT_GNU_tail_call")
+
+
+def tail_call_return(index: DwarfIndex, return_pc: int, callee) -> int | None:
+    """gdb's tail-call frame (frame-tailcall.c), one call deep: the caller
+    returning to `return_pc` called function T there, but the frame below
+    it runs `callee` (a FunctionEntry), which T tail-called (jmp). Then T's
+    tail call site's return PC, where gdb shows T's frame; else None."""
+    site = _call_site_returning_to(index, return_pc)
+    target = _origin_name(index, site) if site is not None else None
+    if target is None or target == callee.name:
+        return None
+    found = None
+    for die in calls_to(index, index.die_at(callee.die_offset)):
+        if not any(a in die.attributes for a in _TAIL_CALL_ATTRS):
+            continue
+        pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS if a in die.attributes), None)
+        hit = index.function_at(pc - 1) if isinstance(pc, int) and pc else None
+        if hit is not None and hit[1].name == target:
+            if found is not None:
+                return None              # two ways: gdb shows neither
+            found = pc
+    return found
+
+
+def _call_site_returning_to(index: DwarfIndex, return_pc: int):
+    """The DW_TAG_call_site whose return PC is `return_pc`, in the CU of
+    the code it returns into (a raw search for the 8-byte address)."""
+    hit = index.function_at(return_pc - 1)
+    if hit is None:
+        return None
+    start, end = index.cu_range(hit[0].cu_offset)
+    for pos in index.find_bytes(struct.pack("<Q", return_pc), 16, start, end):
+        die = index.die_with_attribute_at(pos, _RETURN_PC_ATTRS, _CALL_SITE_TAGS)
+        if die is not None and _in_its_cus_code(index, die):
+            return die
+    return None
+
+
+def _origin_name(index: DwarfIndex, site) -> str | None:
+    """The name of the function a call site calls (DW_AT_call_origin: its
+    definition, abstract instance or declaration)."""
+    attr = next((site.attributes[a] for a in _ORIGIN_ATTRS if a in site.attributes), None)
+    if attr is None or attr.form != "DW_FORM_ref4":
+        return None
+    chain = _same_function(index, index.die_at(attr.value + site.cu.cu_offset))
+    return next((name for name in map(die_name, chain) if name), None)

@@ -12,7 +12,7 @@ import os
 import struct
 
 from gs_cgen.dwarf.cache import MIN_DEBUG_INFO, open_index_cache
-from gs_cgen.dwarf.callsites import calls_to
+from gs_cgen.dwarf.callsites import calls_to, tail_call_return
 from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.uprobe_insn import (UprobeHandling, probeable_successor, uprobe_handling,
                                       uprobe_refusal, writes_only_stack)
@@ -868,6 +868,15 @@ class ModuleDebugInfo:
         if best is None:
             return None, None
         return table.files.get(best.file), best.line
+
+    def tail_call_return(self, return_pc: int, callee_pc: int) -> int | None:
+        """Where gdb shows a frame between a caller returning to `return_pc`
+        and a frame at `callee_pc` that the function it called reached by a
+        tail call (dwarf/callsites.py tail_call_return); None when none."""
+        if not self.has_debug_info:
+            return None
+        callee = self._dwarf.function_at(callee_pc)
+        return tail_call_return(self._dwarf, return_pc, callee[1]) if callee else None
 
     def source_frames_at(self, vaddr: int, frame_die: int | None = None,
                          skip_at_entry: bool = False) -> list[SourceFrame]:

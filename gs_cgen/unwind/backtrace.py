@@ -66,14 +66,19 @@ def build_backtrace(registers: Registers, stack: StackCopy, modules: ModuleLooku
 
     frames: list[BacktraceFrame] = []
     machine_frames = [0]
+    below: list[tuple[PhysicalFrame, ModuleAt | None]] = []     # the frame just walked
 
     def visit(physical: PhysicalFrame) -> StopReason | None:
         if len(frames) >= depth:
             return StopReason.DEPTH_LIMIT          # one more frame than shown
         innermost = machine_frames[0] == 0
         machine_frames[0] += 1
-        shown = _named(physical, modules(physical.lookup_pc), innermost) if named is not None \
-            else _shown(physical, modules(physical.lookup_pc), innermost)
+        found = modules(physical.lookup_pc)
+        if below:
+            frames.extend(_tail_call(below[0], physical, found))
+        below[:] = [(physical, found)]
+        shown = _named(physical, found, innermost) if named is not None \
+            else _shown(physical, found, innermost)
         frames.extend(shown)
         if _is_main(shown):
             return StopReason.COMPLETE
@@ -90,6 +95,15 @@ def build_backtrace(registers: Registers, stack: StackCopy, modules: ModuleLooku
         if shown is None:
             shown = named[key] = [dataclasses.replace(f, physical=None)
                                   for f in _shown(physical, found, innermost)]
+        return shown
+
+    def _tail_call(callee: tuple, caller: PhysicalFrame, found: ModuleAt | None) -> list:
+        key = ("tail call", found, callee[0].lookup_pc, caller.pc)
+        if named is not None and key in named:
+            return named[key]
+        shown = _tail_call_frames(callee, caller, found)
+        if named is not None:
+            named[key] = shown
         return shown
 
     result = unwind(registers, stack, row_at, depth + 1, visit)
@@ -111,6 +125,28 @@ def _row(found: ModuleAt, address: int):
 
 def _is_main(frames: list[BacktraceFrame]) -> bool:
     return bool(frames) and frames[-1].function == "main" and not frames[-1].inlined
+
+
+def _tail_call_frames(callee: tuple, caller: PhysicalFrame, found: ModuleAt | None) -> list:
+    """gdb's frame for a function that the caller called and that reached
+    the callee's frame by a tail call (a `jmp`, so no frame of its own on
+    the stack): at its tail call's return PC, named by its innermost block
+    there (dwarf/callsites.py tail_call_return). Same module only."""
+    callee_frame, callee_module = callee
+    if found is None or callee_module is None or callee_module.module is not found.module or \
+            caller.signal_trampoline or callee_frame.signal_trampoline:
+        return []
+    try:
+        pc = found.module.tail_call_return(caller.pc - found.bias,
+                                           callee_frame.lookup_pc - found.bias)
+        source = found.module.source_frames_at(pc - 1) if pc is not None else []
+    except GsError:
+        return []
+    if not source:
+        return []
+    s = source[0]
+    return [BacktraceFrame(pc + found.bias, s.function, s.file, s.line, found.name, pc,
+                           die_offset=s.die_offset, module_at=found)]
 
 
 def _frames_of(physical: PhysicalFrame, found: ModuleAt | None, innermost: bool,

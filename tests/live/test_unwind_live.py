@@ -114,6 +114,29 @@ def test_backtraces_through_calls_whose_return_a_uretprobe_redirected(chain):
     assert result.stdout.count("chain_recurse\n") == 4       # each level returned
 
 
+def test_a_tail_call_has_its_frame_as_in_gdb(build_dir):
+    """middle() reaches leaf() by `jmp`: no frame of its own on the stack.
+    gdb shows one at the tail call's return PC (frame-tailcall.c), found
+    from the caller's DW_TAG_call_site and middle's tail-call site; so
+    does bt (before: leaf, top, main)."""
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    binary = build_dir / "tail_calls"
+    subprocess.run(["gcc", "-g", "-O2", "-o", str(binary), str(FIXTURES / "tail_calls.c")],
+                   check=True)
+    result = gs_cgen("trace", "-s", "trace leaf { bt; }", "--max-events", "2",
+                     "--output", "plain", "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    oracle = gdb_bts([str(binary)], "leaf", 2)
+    ours = backtraces(result.stdout)
+    assert len(ours) == len(oracle) == 2
+    for (header, lines), gdb_text in zip(ours, oracle):
+        expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_text)]
+        assert header == f"backtrace: complete, {len(expected)} frames", lines
+        assert shown_frames(lines) == expected
+        assert [f[0] for f in expected] == ["leaf", "middle", "top", "main"]
+
+
 def test_depth_limit_raw_and_noinline(chain):
     script = "trace chain_leaf { if path == 1 { bt; bt raw; bt noinline; } }"
     result = gs_cgen("trace", "-s", script, "--output", "plain", "--backtrace-depth", "4",
