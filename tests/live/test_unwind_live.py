@@ -70,19 +70,26 @@ def backtraces(stdout: str) -> list[tuple[str, list[str]]]:
     return found
 
 
+def assert_backtraces_are_gdbs(stdout: str, argv: list[str], breakpoint: str, count: int):
+    """Each `bt` of `stdout` is gdb's `bt` at the same stop of the same
+    run (the first `count` stops at `breakpoint`); returns ours."""
+    ours = backtraces(stdout)
+    oracle = gdb_bts(argv, breakpoint, count)
+    assert len(ours) == len(oracle) == count
+    for (header, lines), gdb_text in zip(ours, oracle):
+        expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_text)]
+        assert header == f"backtrace: complete, {len(expected)} frames", (header, lines)
+        assert shown_frames(lines) == expected
+    return ours
+
+
 def test_backtraces_equal_gdbs(chain):
     require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
             else "gdb is not installed")
     result = gs_cgen("trace", "-s", "trace chain_leaf { print path; bt; }", "--output", "plain",
                      "--", str(chain), "once")
     assert result.returncode == 0, result.stderr
-    ours = backtraces(result.stdout)
-    oracle = gdb_bts([str(chain), "once"], "chain_leaf", 3)
-    assert len(ours) == len(oracle) == 3
-    for (header, lines), gdb_text in zip(ours, oracle):
-        expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_text)]
-        assert header == f"backtrace: complete, {len(expected)} frames"
-        assert shown_frames(lines) == expected
+    ours = assert_backtraces_are_gdbs(result.stdout, [str(chain), "once"], "chain_leaf", 3)
     # the three paths: the 6-deep chain with two inlined levels, the
     # recursion, the signal handler frame
     chain_lines, recursion, signal = (lines for _, lines in ours)
@@ -104,13 +111,7 @@ def test_backtraces_through_calls_whose_return_a_uretprobe_redirected(chain):
                          for f in ("chain_mid", "chain_enter", "chain_recurse", "main")))
     result = gs_cgen("trace", "-s", script, "--output", "plain", "--", str(chain), "once")
     assert result.returncode == 0, result.stderr
-    ours = backtraces(result.stdout)
-    oracle = gdb_bts([str(chain), "once"], "chain_leaf", 3)
-    assert len(ours) == len(oracle) == 3
-    for (header, lines), gdb_text in zip(ours, oracle):
-        expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_text)]
-        assert header == f"backtrace: complete, {len(expected)} frames", (header, lines)
-        assert shown_frames(lines) == expected
+    assert_backtraces_are_gdbs(result.stdout, [str(chain), "once"], "chain_leaf", 3)
     assert result.stdout.count("chain_recurse\n") == 4       # each level returned
 
 
@@ -127,14 +128,8 @@ def test_a_tail_call_has_its_frame_as_in_gdb(build_dir):
     result = gs_cgen("trace", "-s", "trace leaf { bt; }", "--max-events", "2",
                      "--output", "plain", "--", str(binary))
     assert result.returncode == 0, result.stderr
-    oracle = gdb_bts([str(binary)], "leaf", 2)
-    ours = backtraces(result.stdout)
-    assert len(ours) == len(oracle) == 2
-    for (header, lines), gdb_text in zip(ours, oracle):
-        expected = [(f.function, f.file, f.line) for f in parse_bt(gdb_text)]
-        assert header == f"backtrace: complete, {len(expected)} frames", lines
-        assert shown_frames(lines) == expected
-        assert [f[0] for f in expected] == ["leaf", "middle", "top", "main"]
+    for _, lines in assert_backtraces_are_gdbs(result.stdout, [str(binary)], "leaf", 2):
+        assert [f[0] for f in shown_frames(lines)] == ["leaf", "middle", "top", "main"]
 
 
 def test_depth_limit_raw_and_noinline(chain):
