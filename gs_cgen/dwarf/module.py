@@ -11,6 +11,8 @@ import functools
 import os
 import struct
 
+from elftools.common.exceptions import DWARFError, ELFError
+
 from gs_cgen.dwarf.cache import MIN_DEBUG_INFO, open_index_cache
 from gs_cgen.dwarf.callsites import calls_to, tail_call_return
 from gs_cgen.dwarf.code import check_instruction_boundary
@@ -144,6 +146,7 @@ class ModuleDebugInfo:
         # The file the DWARF is read from: `path` or its separate debug file.
         self.debug_path = self._debug_elf.path if self._debug_elf is not None else None
         self._types = TypeBuilder()
+        self._tail_calls: dict[tuple[int, int], int | None] = {}
         self._file_rows: dict[tuple[int, str], FileRows] = {}
 
     # ------------------------------------------------------------- plumbing
@@ -875,8 +878,15 @@ class ModuleDebugInfo:
         tail call (dwarf/callsites.py tail_call_return); None when none."""
         if not self.has_debug_info:
             return None
-        callee = self._dwarf.function_at(callee_pc)
-        return tail_call_return(self._dwarf, return_pc, callee[1]) if callee else None
+        key = (return_pc, callee_pc)
+        if key not in self._tail_calls:
+            try:
+                callee = self._dwarf.function_at(callee_pc)
+                found = tail_call_return(self._dwarf, return_pc, callee[1]) if callee else None
+            except (ELFError, DWARFError, KeyError, ValueError, IndexError):
+                found = None             # DWARF this reader cannot follow: no such frame
+            self._tail_calls[key] = found
+        return self._tail_calls[key]
 
     def source_frames_at(self, vaddr: int, frame_die: int | None = None,
                          skip_at_entry: bool = False) -> list[SourceFrame]:
