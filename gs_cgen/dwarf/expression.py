@@ -31,9 +31,8 @@ from elftools.dwarf.dwarf_expr import DW_OP_opcode2name, DWARFExprParser
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, Composite, ComputedAddress,
                                  ComputedValue, EntryValue, ImplicitBytes, ImplicitPointer,
                                  ImplicitValue, InRegister, InSimdRegister, OptimizedOut, Piece,
-                                 StaticAddress,
-                                 UnsupportedLocation, ValueExpression, VariableLocation,
-                                 register_name)
+                                 StaticAddress, UnsupportedLocation, ValueExpression,
+                                 VariableLocation, register_name)
 from gs_cgen.dwarf.tls import tls_location
 from gs_cgen.lazydataclass import dataclass
 
