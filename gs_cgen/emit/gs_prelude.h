@@ -145,10 +145,6 @@ static __always_inline void gs_read_dump(__u8 *ev, __u32 slot, __u32 data, __u32
     GS_STATUS(ev, slot) = err ? GS_STATUS_READ_ERROR : GS_STATUS_OK;
 }
 
-/* `bt`: registers and up to `window` bytes of the user stack from sp
- * (gs_abi.h struct gs_backtrace_regs says the layout). Chunks until one
- * cannot be read; the stack mapping ends on a page boundary, so what is
- * left of the failing chunk's page is read in one more, shorter read. */
 /* The thread's armed uretprobes, innermost first (gs_abi.h
  * gs_pending_returns), through the kernel's task_struct.utask->
  * return_instances list at the offsets its BTF gives; utask_at 0: unknown. */
@@ -174,6 +170,10 @@ static __always_inline void gs_copy_pending_returns(struct gs_pending_returns *p
     }
 }
 
+/* `bt`: registers and up to `window` bytes of the user stack from sp
+ * (gs_abi.h struct gs_backtrace_regs says the layout). Chunks until one
+ * cannot be read; the stack mapping ends on a page boundary, so what is
+ * left of the failing chunk's page is read in one more, shorter read. */
 static __always_inline void gs_copy_stack(struct pt_regs *ctx, __u8 *ev, __u32 slot,
                                           __u32 data, __u32 window)
 {
