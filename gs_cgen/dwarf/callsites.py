@@ -82,8 +82,8 @@ def _in_its_cus_code(index: DwarfIndex, die) -> bool:
     parse): a real call site is in its CU's code."""
     return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS if a in die.attributes),
                      None)
-    hit = index.function_at(return_pc - 1) if isinstance(return_pc, int) and return_pc else None
-    return hit is not None and hit[0].cu_offset == die.cu.cu_offset
+    return isinstance(return_pc, int) and return_pc > 0 and \
+        index.in_code_of(return_pc - 1, die.cu.cu_offset)
 
 
 def _same_function(index: DwarfIndex, die) -> list:

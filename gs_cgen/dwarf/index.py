@@ -443,6 +443,13 @@ class DwarfIndex:
         ranges = tuple(self.die_ranges(die))
         return FunctionEntry(die_name(die), ranges, die.offset) if ranges else None
 
+    def in_code_of(self, address: int, cu_offset: int) -> bool:
+        """A function of CU `cu_offset` covers `address`. A raw search's hit
+        can decode as a DIE inside another one's bytes; the addresses a
+        real DIE names are in its own CU's code."""
+        hit = self.function_at(address)
+        return hit is not None and hit[0].cu_offset == cu_offset
+
     def function_at(self, address: int):
         """(CU, FunctionEntry) whose ranges cover `address`, or None."""
         cu = self.cu_for_address(address)

@@ -691,7 +691,7 @@ class ModuleDebugInfo:
             raise DebugInfoError(f"'{name}' names {len(names)} C++ objects in '{self.path}'",
                                  hints=("qualify the name",), candidates=tuple(names))
         for sym, cpp in objects.values():
-            die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), cpp.leaf)
+            die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), {cpp.leaf})
             if die is not None:
                 glob = self._global(die, sym.name, sym.address)
                 slots = () if sym.local else self.import_slots(sym.name)
@@ -714,14 +714,13 @@ class ModuleDebugInfo:
             return dataclasses.replace(glob, section="const", constant=data)
         return None
 
-    def _variable_die_at(self, needle: bytes, names):
+    def _variable_die_at(self, needle: bytes, names: set[str]):
         # DW_AT_location [DW_OP_addr <address>] (DWARF 5 section 2.5.1.1),
         # or the TLS shape (dwarf/tls.py): search the raw bytes, then parse
-        # only the CU holding the hit. `names`: one name or a set of them.
-        wanted = {names} if isinstance(names, str) else names
+        # only the CU holding the hit.
         for pos in self._dwarf.find_bytes(needle, _SEARCH_LIMIT):
             die = self._die_enclosing(pos)
-            if die is not None and die.tag == "DW_TAG_variable" and die_name(die) in wanted:
+            if die is not None and die.tag == "DW_TAG_variable" and die_name(die) in names:
                 return die
         return None
 

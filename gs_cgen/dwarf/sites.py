@@ -123,9 +123,7 @@ def _in_its_cus_code(index: DwarfIndex, die) -> bool:
     ld.so, `decl_line 30` read as the abbreviation of an inlined `malloc`,
     at address 0x3600001337340000): real copies are in their CU's code."""
     ranges = index.die_ranges(die)
-    return bool(ranges) and all(
-        (hit := index.function_at(low)) is not None and hit[0].cu_offset == die.cu.cu_offset
-        for low, _ in ranges)
+    return bool(ranges) and all(index.in_code_of(low, die.cu.cu_offset) for low, _ in ranges)
 
 
 def line_at(table: LineTable, address: int) -> int | None:

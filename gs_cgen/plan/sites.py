@@ -157,10 +157,9 @@ def _probeable(block: ast.TraceBlock, where: _Found) -> tuple[int, str | None]:
     refusal = module.uprobe_refusal(address)
     if refusal is None:
         return address, None
-    moved = None if isinstance(block.pattern, ast.AddressPattern) else \
-        module.probeable_successor(address)
+    successor = module.probeable_successor(address)
+    moved = None if isinstance(block.pattern, ast.AddressPattern) else successor
     if moved is None:
-        successor = module.probeable_successor(address)
         raise DebugInfoError(
             f"the kernel cannot place a uprobe at 0x{address:x} "
             f"({where.function or 'this address'}): {refusal}",

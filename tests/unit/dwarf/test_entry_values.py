@@ -124,7 +124,7 @@ def test_a_raw_hit_that_returns_outside_its_cus_code_is_no_call_site():
     from types import SimpleNamespace as NS
     from gs_cgen.dwarf.callsites import _in_its_cus_code
     cu = NS(cu_offset=0x100)
-    index = NS(function_at=lambda pc: (cu, None) if 0x1000 <= pc < 0x2000 else None)
+    index = NS(in_code_of=lambda pc, cu_offset: 0x1000 <= pc < 0x2000 and cu_offset == cu.cu_offset)
 
     def call_site(return_pc, cu_offset=0x100):
         return NS(attributes={"DW_AT_call_return_pc": NS(value=return_pc)},
