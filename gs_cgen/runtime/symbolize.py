@@ -145,10 +145,9 @@ class FrameResolver:
         if pid not in self._targets or now - self._read_at.get(pid, 0.0) < _MAPS_FRESH:
             return
         self._read_at[pid] = now
-        try:
-            fresh = open_process(pid)
-        except GsError:
-            return                       # gone: keep the maps it had
+        fresh = _live_maps(pid)
+        if fresh is None:
+            return                       # gone or exiting: keep the maps it had
         old = self._targets.get(pid)
         if old is None or fresh.mappings != old.mappings:
             self._forget_pcs(pid)
@@ -189,11 +188,10 @@ class FrameResolver:
     def remember(self, pid: int) -> None:
         """Read `pid`'s maps now, while it lives: events of a process that
         has exited by the time they render are named with the maps it had."""
-        try:
-            self._targets[pid] = open_process(pid)
+        target = _live_maps(pid)
+        if target is not None:
+            self._targets[pid] = target
             self._forget_pcs(pid)
-        except GsError:
-            pass
 
     def _mapping(self, pid: int, address: int) -> tuple[ProcessTarget, Mapping] | None:
         for refresh in (False, True):
@@ -202,9 +200,10 @@ class FrameResolver:
             if refresh or pid not in self._targets:
                 self._forget_pcs(pid)
                 self._read_at[pid] = time.monotonic()
-                try:
-                    self._targets[pid] = open_process(pid)
-                except GsError:       # gone: keep the maps it had, if any
+                target = _live_maps(pid)
+                if target is not None:
+                    self._targets[pid] = target
+                else:                 # gone or exiting: keep the maps it had, if any
                     self._targets.setdefault(pid, None)
                     self._gone[pid] = time.monotonic()
             target = self._targets[pid]
@@ -212,6 +211,18 @@ class FrameResolver:
                 if m.start <= address < m.end and m.is_file:
                     return target, m
         return None
+
+
+def _live_maps(pid: int) -> ProcessTarget | None:
+    """`pid` as /proc shows it now; None when it has gone, or is exiting:
+    its memory is released before its root and namespaces are, and in that
+    window (long under load: the exiting task may be preempted there) its
+    maps read empty, which must not replace the maps it had."""
+    try:
+        target = open_process(pid)
+    except GsError:
+        return None
+    return target if any(m.is_file for m in target.mappings) else None
 
 
 # An exited process's events render with the maps it had; its PID is
