@@ -68,17 +68,31 @@ def _functions(name: str, modules: ModuleSet) -> list[_Found]:
     holders = modules.function_modules(name)
     if len(holders) > 1:
         _in_several_modules(name, holders)
-    if holders:
-        module = holders[0]
-        ifunc = module.ifunc_named(name)
-        if ifunc is not None:
-            return [_ifunc_implementation(module, ifunc, modules)]
-        functions = module.find_functions(name)
-    else:
-        module, functions = _without_symbol(name, modules)
+    if not holders:
+        return _found(*_without_symbol(name, modules))
+    module = holders[0]
+    ifunc = module.ifunc_named(name)
+    defined = [_ifunc_implementation(module, ifunc, modules)] if ifunc is not None else \
+        _found(module, module.find_functions(name))
+    return _inlined_into_program(name, module, modules) + defined
+
+
+def _found(module, functions) -> list[_Found]:
     return [_Found(module, f.probe_address, f.name, *_probe_line(module, f),
                    no_variables=f.no_variables, frame_die=f.frame_die, entry=_entry(f))
             for f in sorted(functions, key=lambda f: f.probe_address)]
+
+
+def _inlined_into_program(name: str, holder, modules: ModuleSet) -> list[_Found]:
+    """The copies of `name` that the default module inlined although
+    another module defines it: glibc's stdlib.h and _FORTIFY_SOURCE
+    wrappers (atoi, memcpy, printf) are extern inline, and gdb's `break
+    atoi` stops in the program's own copies as well as in libc's. Without
+    them a program that inlined every call would show nothing."""
+    default = modules.default
+    if holder is default or not default.has_debug_info:
+        return []
+    return _found(default, default.inlined_sites(name))
 
 
 def _probe_line(module, function) -> tuple[str | None, int | None]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.conftest import RunningTarget, compile_fixture, gs_cgen, require
+from tests.live.conftest import RunningTarget, compile_fixture, gs_cgen, require, traced_values
 
 SOURCE = "libc_calls.c"
 SIZES = (24, 1000, 4096)          # SIZES[] of the fixture, in call order
@@ -227,3 +227,23 @@ def test_aliases_of_libc_objects_read_as_their_object(libc_target):
                            '__progname, __libc_errno == errno, &__libc_errno == &errno; }')
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ['"libc_calls" "libc_calls" true true'] * 2, result.stdout
+
+
+def test_a_libc_function_the_program_inlined_is_traced_in_its_copies(libc_target, build_dir):
+    """glibc's <stdlib.h> inlines atoi into a program built -O2, which then
+    never calls libc's atoi. gdb's `break atoi` stops in the program's copy
+    and in libc's; so does `trace atoi` (before: libc's alone, and the
+    trace printed nothing). Values as gdb prints them at the same stops."""
+    from tests.gdb_oracle import gdb_locations, gdb_values  # noqa: PLC0415
+    binary = compile_fixture(build_dir, "libc_inlined.c", "-g -O2 -fPIE -pie")
+    dry = gs_cgen("trace", "--dry-run", "-s", "trace atoi { print __nptr; }", "--", str(binary))
+    assert dry.returncode == 0, dry.stderr
+    modules = re.findall(r"\[(\S+) (0x[0-9a-f]+), file offset", dry.stdout)
+    ours = [int(address, 16) for path, address in modules if path == str(binary)]
+    assert ours == gdb_locations(str(binary), ["atoi"])["atoi"] != [], dry.stdout
+    assert [os.path.basename(path) for path, _ in modules][len(ours):] == ["libc.so.6"]
+    probes = [("atoi", ["__nptr"])]
+    traced = traced_values(binary, probes, 6, lambda value: f'"{value["value"]}"')
+    expected = [(spec, [re.sub(r"^0x[0-9a-f]+ ", "", v) for v in values])
+                for spec, values in gdb_values(str(binary), probes, 6)]
+    assert traced == expected and {v for _, (v,) in traced} == {'"12"', '"-7"', '"300"'}

@@ -163,6 +163,21 @@ def test_a_function_only_inlined_in_a_library_is_found_there():
         sites("trace checked_request2size { }", ModuleSet.of(app, lib, other))
 
 
+def test_copies_the_program_inlined_join_the_librarys_definition():
+    """glibc's stdlib.h inlines atoi into a program built -O2; gdb's `break
+    atoi` stops in those copies and in libc's: so do we, program first."""
+    app, libc = module("/app", ["main"]), module("/lib/libc.so.6", ["atoi"])
+    app.inlined["atoi"] = [
+        FunctionSite("atoi", 0x1190, 0x11a0, 0x1190, "stdlib.h", 364),
+        FunctionSite("atoi", 0x1090, 0x109e, 0x1090, "stdlib.h", 364)]
+    found = sites("trace atoi { }", ModuleSet.of(app, libc))
+    assert [(owner.path, site.address) for owner, site in found] == [
+        ("/app", 0x1090), ("/app", 0x1190), ("/lib/libc.so.6", 0x1110)]
+    # -t names the library: its own copies only.
+    found = sites("trace atoi { }", ModuleSet.of(libc, app, restrict_to_default=True))
+    assert [owner.path for owner, _ in found] == ["/lib/libc.so.6"]
+
+
 def test_function_found_nowhere_names_the_modules_searched_and_nearest_names():
     app = module("/app", ["main"])
     lib = module("/lib/libx.so", ["lib_work", "lib_setup"])
