@@ -170,6 +170,7 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
     from gs_cgen.plan.model import EventTransport  # noqa: PLC0415
     from gs_cgen.runtime import target as proc  # noqa: PLC0415
     from gs_cgen.runtime.btf import pending_returns, thread_pointer  # noqa: PLC0415
+    from gs_cgen.runtime.uprobe_links import links_refusal  # noqa: PLC0415
     pid = launched.pid if launched else request.pid
     process = proc.open_process(pid) if pid is not None else None
     options = PlanOptions(script_name=script.name, pid_namespace=proc.pid_namespaces(process),
@@ -177,7 +178,9 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
                           mem_dump_cap=request.mem_dump_cap, watch_exec=process is None,
                           backtrace_depth=request.backtrace_depth,
                           backtrace_stack=request.backtrace_stack,
-                          thread_pointer=thread_pointer(), pending_returns=pending_returns())
+                          thread_pointer=thread_pointer(), pending_returns=pending_returns(),
+                          # --stats times each probe by its own program's run time.
+                          shared_programs=not request.stats and not links_refusal())
     modules = _module_set(process, request.target_path, launched)
     compiled = compile_script(script.text, modules, options)
     _plan_notes(compiled.plan)

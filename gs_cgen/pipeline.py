@@ -2,8 +2,9 @@
 reads ELF/DWARF files but never touches BPF or processes."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 
-from gs_cgen.emit.program import emit_program
+from gs_cgen.emit.program import emit
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.build import PlanOptions, build_plan
 from gs_cgen.plan.model import Plan
@@ -18,10 +19,12 @@ class Compiled:
     script: ast.Script
     plan: Plan
     c_text: str
+    functions: Mapping[int, str]     # probe id -> the BPF function it runs (emit/program.py)
 
 
 def compile_script(script_text: str, modules: ModuleSet, options: PlanOptions) -> Compiled:
     script = parse(script_text)
     check(script)
     plan = build_plan(script, modules, options)
-    return Compiled(script, plan, emit_program(plan))
+    program = emit(plan)
+    return Compiled(script, plan, program.text, program.functions)

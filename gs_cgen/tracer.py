@@ -50,7 +50,7 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
     require_privileges()
     stop = _StopFlag()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    session = TraceSession(compiled.plan, compiled.c_text)
+    session = TraceSession(compiled.plan, compiled.c_text, compiled.functions)
     reports = Reports(session, options.output, options.stats, options.interval)
     try:
         session.load(watch_exec=not options.dry_run)

@@ -56,12 +56,13 @@ def drop_function(probe: ProbePlan) -> str:
 
 
 def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = "",
-               finish: tuple[str, ...] = ()) -> str:
+               finish: tuple[str, ...] = (), id_from_cookie: bool = False) -> str:
     """One BPF function for one probe site. A return probe's pair
     (emit/retprobe.py) names its functions, gives the return body the
     entry record (`parameters`) and ends the entry probe with a store
-    instead of a submit (`finish`)."""
-    w = _prologue(probe)
+    instead of a submit (`finish`). `id_from_cookie`: the function is
+    shared by several sites, and each site's id is its attach cookie."""
+    w = _prologue(probe, id_from_cookie)
     if not probe.lines and not finish:
         # Aggregations only: the map updates are the whole probe, no event.
         # (A return probe's entry record has no lines, and is built.)
@@ -78,10 +79,13 @@ def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = 
     return _function(probe, w, function, parameters)
 
 
-def _prologue(probe: ProbePlan) -> CWriter:
-    """A probe function's first lines: status, fault address, load slot,
-    registers."""
-    w = CWriter(own_module=probe.site.module_cookie)
+def _prologue(probe: ProbePlan, id_from_cookie: bool = False) -> CWriter:
+    """A probe function's first lines: its id (when shared), status, fault
+    address, load slot, registers."""
+    w = CWriter(own_module=probe.site.module_cookie, probe_id=str(probe.site.probe_id))
+    if id_from_cookie:
+        w.probe_id = "gs_probe_id"
+        w.line("__u32 gs_probe_id = (__u32)bpf_get_attach_cookie(ctx);")
     w.line("__u8 gs_st = 0;")
     w.line("__u64 gs_fa = 0;")
     # Every load goes through this one stack slot (scalar.py _load), so the
@@ -108,7 +112,7 @@ def _decide_only(w: CWriter, probe: ProbePlan) -> None:
     nodes = _condition_nodes(probe)
     if _header_needed(probe, nodes):
         w.line("struct gs_event_hdr gs_hdr = {};")
-        w.line(f"gs_fill_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, 0);")
+        w.line(f"gs_fill_header(&gs_hdr, {w.probe_id}, GS_EVENT_TRACE, 0);")
         w.line("struct gs_event_hdr *hdr = &gs_hdr;")
     _lookups(w, probe, nodes, set())
     for step in probe.steps:
@@ -150,7 +154,7 @@ def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     if header:
         w.line("struct gs_event_hdr gs_hdr = {};")
         if header == "all":       # $timestamp too: one ktime for the condition and the event
-            w.line(f"gs_fill_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, "
+            w.line(f"gs_fill_header(&gs_hdr, {w.probe_id}, GS_EVENT_TRACE, "
                    f"{probe.event_size});")
         else:
             w.line("gs_current_ids(&gs_hdr);")
@@ -181,13 +185,13 @@ def _build(w: CWriter, probe: ProbePlan, started: bool, header: str = "",
     if not started:
         _start_event(w, probe, _event_functions(probe).begin)
     if header == "ids":
-        w.line(f"gs_stamp_header(&gs_hdr, {probe.site.probe_id}, GS_EVENT_TRACE, "
+        w.line(f"gs_stamp_header(&gs_hdr, {w.probe_id}, GS_EVENT_TRACE, "
                f"{probe.event_size});")
     if header:
         w.line("__builtin_memcpy(ev, &gs_hdr, sizeof(gs_hdr));")
     else:
         w.line("struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;")
-        w.line(f"gs_fill_header(hdr, {probe.site.probe_id}, GS_EVENT_TRACE, {probe.event_size});")
+        w.line(f"gs_fill_header(hdr, {w.probe_id}, GS_EVENT_TRACE, {probe.event_size});")
     if not _conditions(probe):
         for word in range(probe.bitmap_words):
             w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = "
@@ -198,7 +202,7 @@ def _build(w: CWriter, probe: ProbePlan, started: bool, header: str = "",
 def _start_event(w: CWriter, probe: ProbePlan, begin: str) -> None:
     """The event's bytes (its header is filled by the caller); the probe's
     work area follows it."""
-    w.line(f"__u8 *ev = {begin}({probe.site.probe_id}, {probe.event_size}, {_reserve(probe)});")
+    w.line(f"__u8 *ev = {begin}({w.probe_id}, {probe.event_size}, {_reserve(probe)});")
     w.line("if (!ev)")
     w.line("    return 0;")
     if _uses_work_area(probe.scalar_nodes()):

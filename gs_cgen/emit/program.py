@@ -1,6 +1,8 @@
 """Plan → C program text for BCC. Pure functions; golden-file tested."""
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from string import Template
 
@@ -8,6 +10,7 @@ from gs_cgen.abi import abi
 from gs_cgen.emit import c
 from gs_cgen.emit.aggregations import emit_aggregation_maps
 from gs_cgen.emit.probe import emit_probe
+from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import EventTransport, Plan
 
 _HERE = Path(__file__).resolve().parent
@@ -71,14 +74,64 @@ _EVENTS_DECL = {
 }
 
 
+@dataclass(frozen=True)
+class EmittedProgram:
+    text: str
+    # probe id -> the BPF function that runs at its site (its own, or the
+    # one it shares with sites whose code is the same)
+    functions: Mapping[int, str]
+
+
 def emit_program(plan: Plan) -> str:
     """The whole C source for one plan."""
+    return emit(plan).text
+
+
+def emit(plan: Plan) -> EmittedProgram:
+    """The C source, and which function each probe runs."""
     parts = [_banner(plan), _includes(plan), _layout_asserts(_asserted_structs(plan)),
              _runtime_section(plan)]
     if plan.aggregations:
         parts.append(emit_aggregation_maps(plan))
-    parts.extend(_emit_probe_functions(probe) for probe in plan.probes)
-    return "\n".join(parts)
+    functions, texts = _probe_functions(plan)
+    parts.extend(texts)
+    return EmittedProgram("\n".join(parts), functions)
+
+
+def _probe_functions(plan: Plan) -> tuple[dict[int, str], list[str]]:
+    """One function per probe, except that with plan.shared_programs the
+    probes whose code differs only in their id share one, which reads the
+    id from its attach cookie: an inlined function's thousands of copies
+    (Py_INCREF in libpython: 2604 sites) compile as ~100 functions, not
+    one each. A probe alone with its code keeps its id a constant, free
+    at every hit."""
+    shared = _shared_code(plan) if plan.shared_programs else {}
+    owners: dict[str, int] = {}
+    functions, texts = {}, []
+    for probe in plan.probes:
+        probe_id = probe.site.probe_id
+        code = shared.get(probe_id)
+        if code is None:
+            functions[probe_id] = c.probe_function_name(probe_id)
+            texts.append(_emit_probe_functions(probe))
+            continue
+        owner = owners.setdefault(code, probe_id)
+        functions[probe_id] = c.probe_function_name(owner)
+        if owner == probe_id:
+            texts.append(emit_probe(probe, id_from_cookie=True))
+    return functions, texts
+
+
+# The name a shared probe's code is compared under.
+_SHARED = "int gs_probe_shared"
+
+
+def _shared_code(plan: Plan) -> dict[int, str]:
+    """probe id -> its code, for the probes whose code another has too."""
+    code = {probe.site.probe_id: emit_probe(probe, function=_SHARED, id_from_cookie=True)
+            for probe in plan.probes if probe.entry is None}
+    count = Counter(code.values())
+    return {probe_id: text for probe_id, text in code.items() if count[text] > 1}
 
 
 def _emit_probe_functions(probe) -> str:

@@ -16,6 +16,9 @@ class CWriter:
     # The probe's own module: its globals are at link address + the load
     # bias `gs_bias` (emit/probe.py), no offsets map lookup.
     own_module: int | None = None
+    # The probe's id as C: a literal, or the attach cookie of a program
+    # that several sites share.
+    probe_id: str = "0"
 
     def line(self, code: str) -> None:
         self.lines.append("    " * self.depth + code)

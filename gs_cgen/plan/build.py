@@ -49,6 +49,7 @@ class PlanOptions:
     watch_exec: bool = False
     thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ
     pending_returns: PendingReturnsLayout = PendingReturnsLayout()
+    shared_programs: bool = False      # uprobes attach with cookies (BPF links)
 
 
 def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> Plan:
@@ -75,7 +76,7 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
                 options.pid_namespace, options.transport, options.input_pid, options.script_name,
                 options.watch_exec,
                 options.thread_pointer.fsbase_offset if tls_cookies else None,
-                aggregations.all())
+                aggregations.all(), options.shared_programs)
 
 
 def _refuse_return_specials(block: ast.TraceBlock) -> None:

@@ -588,3 +588,6 @@ class Plan:
     watch_exec: bool = False      # -t: notify the tracer of every exec
     task_fsbase_offset: int | None = None   # set when a probe reads TLS (ThreadPointer)
     aggregations: tuple[AggregationPlan, ...] = ()
+    # Sites whose code is the same may run one BPF program, each telling
+    # itself apart by its attach cookie (its probe id): emit/program.py.
+    shared_programs: bool = False

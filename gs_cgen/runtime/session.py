@@ -22,6 +22,7 @@ import os
 import struct
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from gs_cgen.abi import HEADER_PATH, abi
@@ -90,9 +91,14 @@ class AttachedProbe:
 class TraceSession:
     """One compiled program: load, attach, collect, detach."""
 
-    def __init__(self, plan: Plan, c_text: str) -> None:
+    def __init__(self, plan: Plan, c_text: str,
+                 program_of: Mapping[int, str] | None = None) -> None:
         self.plan = plan
         self.c_text = c_text
+        # probe id -> the C function it runs (emit/program.py: sites with
+        # the same code may share one, told apart by their attach cookie)
+        self.program_of = program_of or {p.site.probe_id: probe_function_name(p.site.probe_id)
+                                         for p in plan.probes}
         self.bpf = None
         self.functions = {}
         self.maps: dict[str, BpfMap] = {}   # by C name, whichever way the program was loaded
@@ -122,6 +128,11 @@ class TraceSession:
         tracepoint waits for RCU grace periods (~70 ms here). BCC attaches
         it by itself on compiling."""
         self.links_refusal = links_refusal()
+        if self.links_refusal and self.plan.shared_programs:
+            # A shared program (emit/program.py) knows its site by its link's
+            # cookie; a perf-event uprobe has none to give.
+            raise RuntimeTraceError(f"uprobes cannot be BPF links here ({self.links_refusal}), "
+                                    "and the program was built for them")
         if self._load_cached(watch_exec):
             self.loaded_from = "cache"
             return
@@ -157,8 +168,12 @@ class TraceSession:
         except Exception as exc:  # noqa: BLE001 — BCC raises bare Exception
             raise RuntimeTraceError(f"BPF compilation failed: {exc}",
                                     hints=(captured.getvalue().strip()[-2000:],)) from None
+        by_name = {}
         for probe in self.plan.probes:
-            self.functions[probe.site.probe_id] = self._load_function(bcc, probe.site, sleepable)
+            name = self.program_of[probe.site.probe_id]
+            if name not in by_name:
+                by_name[name] = self._load_function(bcc, probe.site, sleepable, name)
+            self.functions[probe.site.probe_id] = by_name[name]
             if probe.entry is not None:        # FUNC:return: its paired entry probe
                 self.entry_functions[probe.site.probe_id] = self._load_function(
                     bcc, probe.site, sleepable, entry_function_name(probe.site.probe_id))
@@ -209,7 +224,7 @@ class TraceSession:
         self.cached, self.maps, self.read_mode = loaded, loaded.maps, read_mode
         for probe in self.plan.probes:
             probe_id = probe.site.probe_id
-            self.functions[probe_id] = LoadedFunction(loaded.programs[probe_function_name(probe_id)])
+            self.functions[probe_id] = LoadedFunction(loaded.programs[self.program_of[probe_id]])
             if probe.entry is not None:
                 self.entry_functions[probe_id] = LoadedFunction(
                     loaded.programs[entry_function_name(probe_id)])
@@ -299,7 +314,7 @@ class TraceSession:
         else:
             event_name = None
             fd, err = attach_link(fn.fd, site.attach_path.encode(), site.file_offset, pid,
-                                  site.at_return)
+                                  site.at_return, cookie=site.probe_id)
         if fd < 0:
             self.detach()
             opened = "" if site.attach_path == site.module_path else \

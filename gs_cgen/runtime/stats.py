@@ -3,8 +3,8 @@
 The kernel counts, per BPF program, how often it ran and the ns it spent
 (struct bpf_prog_info run_cnt / run_time_ns) only while someone holds a
 BPF_ENABLE_STATS(BPF_STATS_RUN_TIME) fd: the session opens one before it
-attaches and closes it at the end. Each probe has its own program (emit/
-probe.py), so a program's numbers are its probe's. Events sent and lost
+attaches and closes it at the end. Under --stats each probe has its own
+program (no shared programs: cli.py), so a program's numbers are its probe's. Events sent and lost
 come from the probes' own per-probe, per-CPU counters (GS_MAP_COUNTS).
 
 The layouts below are include/uapi/linux/bpf.h's; tests/unit/runtime/

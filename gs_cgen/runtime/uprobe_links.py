@@ -88,15 +88,18 @@ def kernel_refusal() -> str:
 
 
 def attach_link(prog_fd: int, path: bytes, file_offset: int, pid: int | None,
-                at_return: bool = False) -> tuple[int, int]:
+                at_return: bool = False, cookie: int = 0) -> tuple[int, int]:
     """A uprobe at `file_offset` of `path` running program `prog_fd`, for
     process `pid` only (None: every process): (link fd, 0) or (-1, errno).
     `at_return`: a uretprobe (the function's first instruction; the
-    program runs when the call returns)."""
+    program runs when the call returns). `cookie`: what
+    bpf_get_attach_cookie() gives the program at this uprobe."""
     path_buffer = ctypes.create_string_buffer(path)
     offsets = (ctypes.c_uint64 * 1)(file_offset)
+    cookies = (ctypes.c_uint64 * 1)(cookie)
     attr = LinkCreateAttr(prog_fd=prog_fd, attach_type=BPF_TRACE_UPROBE_MULTI,
                           path=ctypes.addressof(path_buffer), offsets=ctypes.addressof(offsets),
+                          cookies=ctypes.addressof(cookies),
                           cnt=1, pid=0 if pid is None else pid,
                           multi_flags=BPF_F_UPROBE_MULTI_RETURN if at_return else 0)
     return bpf(BPF_LINK_CREATE, attr)

@@ -57,7 +57,7 @@ def generate_plan(case: str):
     # A fixed task_struct.thread.fsbase offset: goldens must not depend on the kernel.
     thread_pointer = ThreadPointer(3128) if "tls" in case else ThreadPointer(None, "not read")
     options = PlanOptions(f"{case}.gs", namespace, transport, input_pid=1234,
-                          thread_pointer=thread_pointer)
+                          thread_pointer=thread_pointer, shared_programs="shared" in case)
     return build_plan(script, ModuleSet.of(server_module()), options)
 
 
