@@ -158,6 +158,8 @@ def run_events(ctx: Context, plan: Plan, report: Report, binary: str, target_sit
 
 
 def run_growth(plan: Plan, report: Report) -> None:
+    if report.libpython:
+        report.inlined = growth.measure_inlined(report.libpython)
     report.growth_external = growth.external_curve(plan.quick)
     if report.growth_external is None and report.libpython:
         report.growth = growth.measure(report.libpython, plan.probe_counts)

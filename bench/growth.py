@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 
-from bench.common import ENV, GS, HERE, VENV_PY, progress, run_rss
+from bench.common import ENV, GDB, GS, HERE, VENV_PY, progress, run, run_rss
 
 CURVE = os.path.join(HERE, "multiprobe_curve.py")
 
@@ -59,6 +59,35 @@ def measure(library: str, counts: list[int]) -> list[GrowthRow]:
         sites = len(re.findall(r"^probe \d+:", out, re.M))
         rows.append(GrowthRow(count, sites, seconds, rss_kb / 1024))
     return rows
+
+
+@dataclasses.dataclass
+class InlinedRow:
+    """Every inlined copy of one function: `--dry-run` with clang (the
+    compiled-program cache off), beside gdb setting `break` on all."""
+    function: str
+    sites: int | None
+    seconds: float | None
+    gdb_locations: int | None
+    gdb_seconds: float | None
+    problem: str | None = None
+
+
+INLINED = ("Py_INCREF", "op")
+
+
+def measure_inlined(library: str) -> InlinedRow:
+    function, parameter = INLINED
+    progress(f"growth: every inlined copy of {function} on libpython")
+    seconds, rc, out, _ = run_rss([GS, "trace", "-t", library, "-s",
+                                   f"trace {function} {{ print {parameter}; }}", "--dry-run"],
+                                  timeout=900, env=dict(ENV, GS_CGEN_PROGRAM_CACHE="off"))
+    sites = len(re.findall(r"^probe \d+:", out, re.M)) if rc == 0 else None
+    problem = None if rc == 0 else f"rc={rc}: {out.strip().splitlines()[-1:]}"
+    gdb_seconds, gdb_rc, gdb_out = run(GDB + ["-ex", f"break {function}", library])
+    found = re.search(r"\((\d+) locations\)", gdb_out)
+    return InlinedRow(function, sites, seconds, int(found.group(1)) if found else None,
+                      gdb_seconds if gdb_rc == 0 else None, problem)
 
 
 def external_curve(quick: bool) -> str | None:

@@ -8,7 +8,7 @@ import statistics
 
 from bench import counting
 from bench.events import EventRow
-from bench.growth import GrowthRow
+from bench.growth import GrowthRow, InlinedRow
 from bench.hit import HitRow
 from bench.info import Timed
 from bench.tracers import Site
@@ -74,6 +74,7 @@ class Report:
     event_sizes: dict[str, int | None] = dataclasses.field(default_factory=dict)
     growth: list[GrowthRow] | None = None
     growth_external: str | None = None
+    inlined: InlinedRow | None = None
     count: dict[str, HitRow] | None = None      # bench/counting.py
     count_site: Site | None = None
 
@@ -178,16 +179,25 @@ class Report:
                         f"{rate(bt.rate)}/s ({ratio(bt.rate, gs.rate)} of print alone)", "", "", "", ""])
         return out
 
+    def _inlined_summary(self) -> list[list[str]]:
+        row = self.inlined
+        if row is None:
+            return []
+        ours = row.problem or f"{sec(row.seconds)} ({row.sites} sites)"
+        gdb = f"gdb `break` {sec(row.gdb_seconds)} ({row.gdb_locations} locations)"
+        return [[f"`trace {row.function}` on libpython, every inlined copy: `--dry-run`, "
+                 "clang included", ours, gdb, "", "", ""]]
+
     def _growth_summary(self) -> list[list[str]]:
         if not self.growth:
-            return []
+            return self._inlined_summary()
         cells = ", ".join(f"{g.probes}: {sec(g.seconds)} {g.peak_mb:.0f} MB" if g.seconds else
                           f"{g.probes}: failed" for g in self.growth)
         last = self.growth[-1]
         ok = None if last.probes != 100 or last.seconds is None else \
             last.seconds <= 3 and last.peak_mb <= 250
         return [["cost growth, `--dry-run` on libpython, probes: time, peak RSS", cells, "", "",
-                 "100 probes ≤ 3 s, ≤ 250 MB", met(ok)]]
+                 "100 probes ≤ 3 s, ≤ 250 MB", met(ok)]] + self._inlined_summary()
 
     def summary(self) -> str:
         rows = [r for r in (

@@ -26,7 +26,7 @@ import ctypes
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from gs_cgen.runtime.bpfcall import BPF_PROG_LOAD, ProgLoadAttr, bpf
 
@@ -76,7 +76,7 @@ def kernel_refusal() -> str:
     if prog_fd < 0:
         return f"cannot load a uprobe_multi program: {os.strerror(err)}"
     try:
-        fd, err = attach_link(prog_fd, _MISSING_PATH, 0, None)
+        fd, err = attach_link(prog_fd, _MISSING_PATH, [(0, 0)], None)
     finally:
         os.close(prog_fd)
     if fd >= 0:                               # cannot happen: the path does not exist
@@ -87,20 +87,20 @@ def kernel_refusal() -> str:
     return f"the kernel has no uprobe_multi links ({os.strerror(err)})"
 
 
-def attach_link(prog_fd: int, path: bytes, file_offset: int, pid: int | None,
-                at_return: bool = False, cookie: int = 0) -> tuple[int, int]:
-    """A uprobe at `file_offset` of `path` running program `prog_fd`, for
-    process `pid` only (None: every process): (link fd, 0) or (-1, errno).
-    `at_return`: a uretprobe (the function's first instruction; the
-    program runs when the call returns). `cookie`: what
-    bpf_get_attach_cookie() gives the program at this uprobe."""
+def attach_link(prog_fd: int, path: bytes, uprobes: Sequence[tuple[int, int]],
+                pid: int | None, at_return: bool = False) -> tuple[int, int]:
+    """One link: a uprobe at each (file offset, cookie) of `path`, running
+    program `prog_fd`, for process `pid` only (None: every process): (link
+    fd, 0) or (-1, errno). The cookie is what bpf_get_attach_cookie() gives
+    the program at that uprobe. `at_return`: uretprobes (at a function's
+    first instruction; the program runs when the call returns)."""
     path_buffer = ctypes.create_string_buffer(path)
-    offsets = (ctypes.c_uint64 * 1)(file_offset)
-    cookies = (ctypes.c_uint64 * 1)(cookie)
+    offsets = (ctypes.c_uint64 * len(uprobes))(*(offset for offset, _ in uprobes))
+    cookies = (ctypes.c_uint64 * len(uprobes))(*(cookie for _, cookie in uprobes))
     attr = LinkCreateAttr(prog_fd=prog_fd, attach_type=BPF_TRACE_UPROBE_MULTI,
                           path=ctypes.addressof(path_buffer), offsets=ctypes.addressof(offsets),
                           cookies=ctypes.addressof(cookies),
-                          cnt=1, pid=0 if pid is None else pid,
+                          cnt=len(uprobes), pid=0 if pid is None else pid,
                           multi_flags=BPF_F_UPROBE_MULTI_RETURN if at_return else 0)
     return bpf(BPF_LINK_CREATE, attr)
 
