@@ -58,6 +58,8 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
             diagnostics(session.read_mode.note)
         if options.dry_run:
             diagnostics(session.load_note)
+            if _sharing_note(compiled):
+                diagnostics(_sharing_note(compiled))
             _print_sites(compiled)
             return 0
         keeper = OffsetKeeper(session, compiled.plan.modules, options.pid, notes=diagnostics)
@@ -186,6 +188,13 @@ def _print_sites(compiled: Compiled) -> None:
         if probe.entry is not None:
             _print_entry_site(probe)
     sys.stdout.flush()
+
+
+def _sharing_note(compiled: Compiled) -> str | None:
+    programs, probes = len(set(compiled.functions.values())), len(compiled.plan.probes)
+    if programs == probes:
+        return None
+    return f"{probes} probes run {programs} BPF programs: sites whose code is the same share one"
 
 
 def _print_entry_site(probe) -> None:
