@@ -118,7 +118,7 @@ def _probe_functions(plan: Plan) -> tuple[dict[int, str], list[str]]:
         owner = owners.setdefault(code, probe_id)
         functions[probe_id] = c.probe_function_name(owner)
         if owner == probe_id:
-            texts.append(emit_probe(probe, id_from_cookie=True))
+            texts.append(code.replace(_SHARED, f"int {functions[probe_id]}", 1))
     return functions, texts
 
 
