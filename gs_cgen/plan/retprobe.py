@@ -54,7 +54,8 @@ def plan_return_block(block: ast.TraceBlock, modules: ModuleSet, text: str,
     its aggregations go into the script's `aggregations` table."""
     function = block.pattern.function
     as_function = dataclasses.replace(block, pattern=ast.FunctionPattern(function))
-    sites = [(module, site) for module, site in resolve_sites(as_function, modules, 0)
+    resolved = resolve_sites(as_function, modules, 0)
+    sites = [(module, site) for module, site in resolved
              if not module.function_return(site.frame_die)[0]]
     if not sites:
         raise DebugInfoError(f"'{function}' exists only inlined into its callers: it has no "
@@ -76,7 +77,21 @@ def plan_return_block(block: ast.TraceBlock, modules: ModuleSet, text: str,
         capture = place_probe(capture, module) if capture is not None else None
         probes.append(dataclasses.replace(probe, entry=place_probe(record, module),
                                           entry_capture=capture))
+    inlined = len(resolved) - len(sites)
+    if inlined:
+        probes[0] = dataclasses.replace(
+            probes[0], notes=probes[0].notes + (_inlined_note(function, inlined),))
     return probes
+
+
+def _inlined_note(function: str, count: int) -> str:
+    """Calls through an inlined copy never reach a return probe: say so,
+    as a program that inlined every call (glibc's atoi at -O2) would
+    otherwise show nothing at all."""
+    copies, them = ("copy returns into its caller", "it") if count == 1 else \
+        ("copies return into their callers", "them")
+    return (f"note: '{function}:return' probes the out-of-line {function} only; its {count} "
+            f"inlined {copies} (`trace {function} {{ ... }}` sees {them} on entry)")
 
 
 def _return_site(entry_site: ProbeSite, module) -> ProbeSite:

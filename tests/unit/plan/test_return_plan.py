@@ -152,6 +152,21 @@ def test_a_function_that_exists_only_inlined():
                                     "return instruction of its own to probe")
 
 
+def test_inlined_copies_a_return_probe_skips_are_a_note():
+    """A call through an inlined copy never reaches the uretprobe: the
+    user is told, not left with a trace that prints nothing."""
+    module = server_module()
+    module.functions["handle"] += [
+        FunctionSite("handle", 0x1200, 0x1220, 0x1200, "server.c", 40, frame_die=0x98),
+        FunctionSite("handle", 0x1300, 0x1320, 0x1300, "server.c", 40, frame_die=0x99)]
+    module.inlined_dies = {0x98, 0x99}
+    probes = plan("trace handle:return { print $duration; }", module).probes
+    assert [p.site.address for p in probes] == [0x1139]
+    assert probes[0].notes == ("note: 'handle:return' probes the out-of-line handle only; its "
+                               "2 inlined copies return into their callers (`trace handle "
+                               "{ ... }` sees them on entry)",)
+
+
 def test_a_string_entry_is_its_characters_in_a_print_and_its_pointer_in_an_expression():
     from gs_cgen.plan.model import StringCapture
     probe = plan('trace handle:return { print $entry(req->path); '
