@@ -58,8 +58,8 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
             diagnostics(session.read_mode.note)
         if options.dry_run:
             diagnostics(session.load_note)
-            if _sharing_note(compiled):
-                diagnostics(_sharing_note(compiled))
+            if sharing := _sharing_note(compiled):
+                diagnostics(sharing)
             _print_sites(compiled)
             return 0
         keeper = OffsetKeeper(session, compiled.plan.modules, options.pid, notes=diagnostics)

@@ -82,9 +82,9 @@ def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = 
 def _prologue(probe: ProbePlan, id_from_cookie: bool = False) -> CWriter:
     """A probe function's first lines: its id (when shared), status, fault
     address, load slot, registers."""
-    w = CWriter(own_module=probe.site.module_cookie, probe_id=str(probe.site.probe_id))
+    w = CWriter(own_module=probe.site.module_cookie,
+                probe_id="gs_probe_id" if id_from_cookie else str(probe.site.probe_id))
     if id_from_cookie:
-        w.probe_id = "gs_probe_id"
         w.line("__u32 gs_probe_id = (__u32)bpf_get_attach_cookie(ctx);")
     w.line("__u8 gs_st = 0;")
     w.line("__u64 gs_fa = 0;")
