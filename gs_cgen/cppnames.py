@@ -90,7 +90,9 @@ def parse_cpp_name(text: str) -> CppName | None:
                    normalize(qualifiers))
 
 
-_COMPONENT = re.compile(r"~?[A-Za-z_]\w*(<.*>)?")
+# Rust paths add `{closure#0}` / `{impl#1}` (DWARF's disambiguated
+# names) and `<Type as Trait>` (the demangler's qualified self type).
+_COMPONENT = re.compile(r"~?[A-Za-z_]\w*(<.*>)?|\{[a-z_]+#\d+\}(<.*>)?|<.+>")
 
 
 def is_function_pattern(text: str) -> bool:

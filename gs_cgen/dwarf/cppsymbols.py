@@ -19,7 +19,7 @@ lookup; C modules have no `_Z` names at all.
 from __future__ import annotations
 
 from gs_cgen.cppnames import CppName, looks_like_cpp, matches, parse_cpp_name
-from gs_cgen.dwarf.demangle import available, demangle
+from gs_cgen.dwarf.demangle import available, demangle, is_rust_symbol
 from gs_cgen.dwarf.elf import Symbol, SymbolKind, SymbolTable
 
 
@@ -36,7 +36,7 @@ def cpp_symbols(table: SymbolTable, name: str, kind: SymbolKind) -> list[tuple[S
     needle = f"{len(identifier)}{identifier}" if identifier else ""
     found = []
     for mangled in table.mangled_names:
-        if needle not in mangled:
+        if needle not in mangled or is_rust_symbol(mangled):     # Rust's: rustsymbols.py
             continue
         demangled = _demangled(mangled)
         if demangled is not None and matches(pattern, demangled):
@@ -52,6 +52,8 @@ def cpp_qualified_names(table: SymbolTable, kind: SymbolKind) -> list[str]:
         return []
     names = set()
     for mangled in table.mangled_names:
+        if is_rust_symbol(mangled):
+            continue
         demangled = _demangled(mangled)
         if demangled is not None and table.named(mangled, kind):
             names.add(demangled.qualified)
@@ -94,8 +96,8 @@ def inlined_cpp_instances(index, name: str) -> list[tuple]:
     # (`biggest<int>`): an inlined-only instance needs them in the pattern.
     for declaration in index.dies_named(pattern.leaf, ("DW_TAG_subprogram",),
                                         ("DW_AT_linkage_name",)):
-        linkage = declaration.attributes["DW_AT_linkage_name"].value.decode("utf-8", "replace")
-        demangled = _demangled(linkage)
+        linkage = declaration.attributes["DW_AT_linkage_name"].value
+        demangled = _demangled(linkage.decode("utf-8", "replace")) if linkage else None
         if demangled is None or not matches(pattern, demangled):
             continue
         for abstract in index.references_to(declaration, ("DW_AT_specification",),

@@ -22,6 +22,7 @@ from elftools.elf.enums import ENUM_E_MACHINE, ENUM_P_TYPE_BASE
 
 from gs_cgen.dwarf import cache as cache_mod
 from gs_cgen.dwarf.cache import open_index_cache
+from gs_cgen.dwarf.demangle import is_rust_symbol
 from gs_cgen.dwarf.model import LoadSegment, TlsSegment
 from gs_cgen.dwarf.symvers import (dynamic_versions, matches, parse_spelling, spell,
                                    version_definitions, version_of)
@@ -165,6 +166,13 @@ class SymbolTable:
         """Names in the Itanium C++ ABI's mangling (`_Z...`), clones
         (`_Z...Ei.isra.0`) included; none in a C module."""
         return tuple(self._names_starting("_Z"))
+
+    @functools.cached_property
+    def rust_names(self) -> tuple[str, ...]:
+        """Names in rustc's v0 (`_R...`) and legacy (`_ZN...17h<hash>E`)
+        manglings; none in a C or C++ module."""
+        return tuple(self._names_starting("_R")) + \
+            tuple(n for n in self.mangled_names if is_rust_symbol(n))
 
     @functools.cached_property
     def _distinct_names(self) -> dict[str, None]:

@@ -410,11 +410,14 @@ class DwarfIndex:
             found = self._read_functions_raw(cu_offset)
         except (UnsupportedHeader, IndexError, ValueError, struct.error):
             top = self.cu_at(cu_offset).get_top_DIE()       # forms the raw reader lacks
-            found = [self._function_entry(die) for die in top.iter_children()
-                     if die.tag == "DW_TAG_subprogram"]
+            found = [self._function_entry(die) for die in _subprograms(top)]
         found = [f for f in found if f is not None]
         found.sort(key=lambda f: f.ranges[0][0])
         return tuple(found)
+
+    def _language(self, cu_offset: int) -> int | None:
+        language = self.cu_at(cu_offset).get_top_DIE().attributes.get("DW_AT_language")
+        return language.value if language is not None else None
 
     def _read_functions_raw(self, cu_offset: int) -> list[FunctionEntry | None]:
         """The CU's top-level subprograms from the raw bytes (pyelftools
@@ -425,7 +428,8 @@ class DwarfIndex:
         dies = read_top_level_dies(
             self.info_bytes(), self.section_data(info.debug_abbrev_sec), cu_offset,
             self.section_data(info.debug_str_sec), self.section_data(info.debug_line_str_sec),
-            _SUBPROGRAM, _FUNCTION_ATTRIBUTES)
+            _SUBPROGRAM, _FUNCTION_ATTRIBUTES,
+            _RUST_SCOPES if self._language(cu_offset) == _DW_LANG_RUST else frozenset())
         found = []
         for offset, _, attrs in dies:
             name, low, high = attrs.get(_AT_NAME), attrs.get(_AT_LOW_PC), attrs.get(_AT_HIGH_PC)
@@ -557,7 +561,9 @@ class DwarfIndex:
             found = raw_attribute_at(data, start, pos, abbreviations, offset_size, address_size)
             if found is not None and found[0] in wanted_tags and found[1] in wanted and \
                     required <= {attr for attr, _ in found[2]}:
-                return cu.get_DIE_from_refaddr(start)
+                die = cu.get_DIE_from_refaddr(start)
+                if _decodes_whole(die, data, abbreviations):
+                    return die
         return None
 
     def _abbreviations(self, cu):
@@ -688,6 +694,53 @@ def _type_names_from_plain(plain) -> dict[str, tuple[int, ...]]:
 # searched for (GCC puts names and origins first; a call site's return pc,
 # 8 bytes, precedes its origin).
 _MAX_ATTRIBUTE_LEAD = 24
+
+
+_DW_LANG_RUST = 0x1C
+# Where rustc puts functions: in their module's namespace, methods in their type's.
+_RUST_SCOPE_TAGS = ("DW_TAG_namespace", "DW_TAG_structure_type", "DW_TAG_union_type",
+                    "DW_TAG_enumeration_type")
+_RUST_SCOPES = frozenset(ENUM_DW_TAG[t] for t in _RUST_SCOPE_TAGS)
+
+
+def _subprograms(top):
+    """The CU's subprograms: its children, and in a Rust CU theirs."""
+    rust = top.attributes.get("DW_AT_language")
+    descend = _RUST_SCOPE_TAGS if rust is not None and rust.value == _DW_LANG_RUST else ()
+    for die in top.iter_children():
+        if die.tag == "DW_TAG_subprogram":
+            yield die
+        if die.tag in descend and die.has_children:
+            yield from _subprograms_in(die)
+
+
+def _subprograms_in(scope):
+    for die in scope.iter_children():
+        if die.tag == "DW_TAG_subprogram":
+            yield die
+        if die.tag in _RUST_SCOPE_TAGS and die.has_children:
+            yield from _subprograms_in(die)
+
+
+def _decodes_whole(die, info: bytes, abbreviations: dict) -> bool:
+    """Bytes a few before a hit can decode as a DIE by chance (rustc's
+    template parameter before a variable read as a subprogram): a real
+    DIE's strings resolve, and the next DIE (or a 0 terminator) follows it."""
+    if any(attr.value is None for attr in die.attributes.values()
+           if attr.form in ("DW_FORM_strp", "DW_FORM_line_strp", "DW_FORM_strx",
+                            "DW_FORM_strx1", "DW_FORM_strx2", "DW_FORM_strx4")):
+        return False
+    end = die.offset + die.size
+    if end >= len(info):
+        return False
+    code, shift, pos = 0, 0, end
+    while pos < len(info):
+        byte = info[pos]
+        code |= (byte & 0x7F) << shift
+        pos, shift = pos + 1, shift + 7
+        if byte < 0x80:
+            break
+    return code == 0 or code in abbreviations
 _MAX_STRING_COPIES = 16
 _NAME_ATTRIBUTES = ("DW_AT_name", "DW_AT_linkage_name")
 

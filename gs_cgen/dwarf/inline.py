@@ -67,15 +67,29 @@ def _call_line(die) -> int | None:
 _CPP_LANGUAGES = frozenset({0x0004, 0x0019, 0x001A, 0x0021})
 
 
+_RUST_LANGUAGE = 0x001C
+
+
+def is_rust_cu(cu) -> bool:
+    language = cu.get_top_DIE().attributes.get("DW_AT_language")
+    return language is not None and language.value == _RUST_LANGUAGE
+
+
 def frame_function_name(die) -> str | None:
     """The name gdb's `bt` gives the function or inlined call `die`."""
     name = die_name(die)
     language = die.cu.get_top_DIE().attributes.get("DW_AT_language")
+    if language is not None and language.value == _RUST_LANGUAGE:
+        # gdb names Rust functions by their DWARF path (rustc nests them
+        # in their modules' namespaces): `main::process`,
+        # `orders::{impl#1}::describe`, `main::{closure#0}`.
+        declaration = origin_having(die, "DW_AT_name")
+        return _scope_prefix(declaration) + name if declaration is not None and name else name
     if language is None or language.value not in _CPP_LANGUAGES:
         return name
     linkage = inherited_attr(die, "DW_AT_linkage_name")
     if linkage is not None:
-        text = demangle(linkage.value.decode("utf-8", "replace"))
+        text = demangle(linkage.value.decode("utf-8", "replace")) if linkage.value else None
         parsed = parse_cpp_name(text) if text is not None else None
         if parsed is not None:
             return parsed.qualified

@@ -18,12 +18,13 @@ from gs_cgen.dwarf.callsites import calls_to, tail_call_return
 from gs_cgen.dwarf.code import check_instruction_boundary
 from gs_cgen.dwarf.uprobe_insn import (UprobeHandling, probeable_successor, uprobe_handling,
                                       uprobe_refusal, writes_only_stack)
-from gs_cgen.cppnames import normalize
+from gs_cgen.cppnames import matches, normalize, parse_cpp_name
 from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_name,
                                       inlined_cpp_instances)
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable, UnwindRow
-from gs_cgen.dwarf.inline import SourceFrame, source_frames
+from gs_cgen.dwarf.inline import SourceFrame, frame_function_name, is_rust_cu, source_frames
+from gs_cgen.dwarf.rustsymbols import demangled_path, rust_candidates, rust_qualified_names
 from gs_cgen.dwarf.elf import ElfImage, Symbol, SymbolKind, dwarf_section_read
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
 from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
@@ -240,7 +241,7 @@ class ModuleDebugInfo:
         symbols = self._elf.symbols
         return _base_names(symbols.names(SymbolKind.FUNC)) + \
             symbols.versioned_names(SymbolKind.FUNC) + \
-            cpp_qualified_names(symbols, SymbolKind.FUNC)
+            cpp_qualified_names(symbols, SymbolKind.FUNC) + rust_qualified_names(symbols)
 
     def global_names(self) -> list[str]:
         symbols = self._elf.symbols
@@ -273,8 +274,7 @@ class ModuleDebugInfo:
                     (sym.name == bare or hit[1].name == name):
                 site = self._function_site(*hit, display_name(sym.name))
                 found.setdefault(site.probe_address, site)
-        cpp = self._cpp_functions(name)
-        for site in cpp:
+        for site in self._cpp_functions(name) + self._rust_functions(name):
             found.setdefault(site.probe_address, site)
         if not found and not self._elf.has_symtab:
             for cu, entry in self._scan_functions(name):
@@ -303,6 +303,28 @@ class ModuleDebugInfo:
                 sites.append(self._function_site(*hit, cpp.display()))
             else:                 # no DWARF for it: attach, no variables
                 sites.append(self._symbol_site(sym.address, cpp.display()))
+        return sites
+
+    def _rust_functions(self, name: str) -> list[FunctionSite]:
+        """Every out-of-line copy of the Rust functions `name` names
+        (dwarf/rustsymbols.py), named by its DWARF path as gdb does."""
+        table = self._elf.symbols
+        pattern = parse_cpp_name(name) if table.rust_names else None
+        if pattern is None:
+            return []
+        sites = []
+        for sym in rust_candidates(table, pattern):
+            hit = self._dwarf.function_at(sym.address)
+            if hit is not None and (hit[1].ranges[0][0] != sym.address or not is_rust_cu(hit[0])):
+                continue
+            path = frame_function_name(self._dwarf.die_at(hit[1].die_offset)) if hit else None
+            parsed = parse_cpp_name(path) if path else None
+            demangled = demangled_path(sym)
+            if not any(n is not None and matches(pattern, n) for n in (parsed, demangled)):
+                continue
+            shown = path or (demangled.qualified if demangled else sym.name)
+            sites.append(self._function_site(*hit, shown) if hit else
+                         self._symbol_site(sym.address, shown))
         return sites
 
     def _raise_not_found(self, name: str):

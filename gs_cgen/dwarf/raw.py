@@ -389,12 +389,15 @@ def read_top_level_names(info: bytes, abbrev: bytes, cu_offset: int, debug_str: 
 
 def read_top_level_dies(info: bytes, abbrev: bytes, cu_offset: int, debug_str: bytes,
                         line_str: bytes, tags: frozenset[int],
-                        kept: tuple[int, ...]) -> list[tuple[int, int, dict[int, tuple]]]:
+                        kept: tuple[int, ...],
+                        descend: frozenset[int] = frozenset()) -> list[tuple[int, int, dict[int, tuple]]]:
     """(DIE offset, tag, {attribute: (form, value)} of the `kept` ones) of
-    the direct children of the CU at `cu_offset` whose tag is in `tags`.
-    A string form's value is its bytes; a block's is None. Subtrees are
-    skipped through DW_AT_sibling (GCC gives every top-level DIE with
-    children one), else decoded DIE by DIE."""
+    the direct children of the CU at `cu_offset` whose tag is in `tags`,
+    and of the children of those with a tag in `descend` (rustc nests a
+    function in its module's namespace). A string form's value is its
+    bytes; a block's is None. Other subtrees are skipped through
+    DW_AT_sibling (GCC gives every top-level DIE with children one), else
+    decoded DIE by DIE."""
     r = ByteReader(info, cu_offset)
     offset_size, end = 4, cu_offset + 4 + struct.unpack_from("<I", info, cu_offset)[0]
     if r.u(4) == 0xFFFFFFFF:
@@ -414,12 +417,20 @@ def read_top_level_dies(info: bytes, abbrev: bytes, cu_offset: int, debug_str: b
     top = walker.next_die()
     if top is None or not top[3]:
         return []
-    found = []
-    while r.pos < end and (die := walker.next_die()) is not None:
+    found, depth = [], 0
+    while r.pos < end:
+        die = walker.next_die()
+        if die is None:               # the end of a child list
+            if depth == 0:
+                break
+            depth -= 1
+            continue
         offset, tag, attrs, has_children = die
         if tag in tags:
             found.append((offset, tag, attrs))
-        if has_children:
+        if has_children and tag in descend:
+            depth += 1
+        elif has_children:
             walker.skip_children(attrs.get(_DW_AT_SIBLING))
     return found
 
