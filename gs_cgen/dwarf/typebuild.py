@@ -6,8 +6,8 @@ from __future__ import annotations
 from gs_cgen.dwarf.raw import uleb_at
 from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType, FloatFormat,
                                  FloatType, FunctionType, IntType, PointerType, QualifiedType,
-                                 StructMember, StructType, TypedefType, VectorType, VoidType,
-                                 float_format, strip)
+                                 StructMember, StructType, TypedefType, Variant, VariantPart,
+                                 VectorType, VoidType, float_format, strip)
 
 # DW_ATE_* (DWARF 5 table 7.11)
 _ATE_BOOLEAN = 0x02
@@ -79,12 +79,40 @@ class TypeBuilder:
 
     def _struct(self, die) -> StructType:
         declaration = bool(_attr(die, "DW_AT_declaration", False))
+        language = _language(die)
         return StructType(kind=_STRUCT_KINDS[die.tag], name=_scoped_name(die),
                           size=_attr(die, "DW_AT_byte_size", 0),
                           members_loader=lambda: self._members(die),
-                          is_declaration=declaration)
+                          is_declaration=declaration, language=language,
+                          variants_loader=lambda: self._variant_part(die),
+                          parameters_loader=lambda: self._parameters(die))
+
+    def _variant_part(self, die) -> VariantPart | None:
+        part = next((c for c in die.iter_children() if c.tag == "DW_TAG_variant_part"), None)
+        if part is None:
+            return None
+        discriminant = None
+        if "DW_AT_discr" in part.attributes:
+            discriminant = self._member(part.get_DIE_from_attribute("DW_AT_discr"))
+        variants = []
+        for child in part.iter_children():
+            if child.tag != "DW_TAG_variant":
+                continue
+            member = next((m for m in child.iter_children() if m.tag == "DW_TAG_member"), None)
+            if member is None:
+                continue
+            value = child.attributes.get("DW_AT_discr_value")
+            if value is None and "DW_AT_discr_list" in child.attributes:
+                raise UnsupportedLayout("a variant with a DW_AT_discr_list")
+            variants.append(Variant(_discr_value(value, discriminant), self._member(member)))
+        return VariantPart(discriminant, tuple(variants))
+
+    def _parameters(self, die) -> tuple[tuple[str, CType], ...]:
+        return tuple((_name(c) or "", self.type_of(c)) for c in die.iter_children()
+                     if c.tag == "DW_TAG_template_type_param")
 
     def _members(self, die) -> tuple[StructMember, ...]:
+        # A Rust enum's fields are in its variant part, not members.
         return tuple(self._member(child) for child in die.iter_children()
                      if child.tag == "DW_TAG_member")
 
@@ -161,6 +189,38 @@ def _complex_part(name: str, size: int, encoding: int) -> CType:
         signed = "unsigned" not in part.split()
         return IntType(part, half, signed, half == 1 and part.endswith("char"))
     return FloatType(part, half, float_format(part, half))
+
+
+class UnsupportedLayout(Exception):
+    """A DWARF shape the type model does not represent (a value prints
+    `<error: unsupported: ...>`)."""
+
+
+def _discr_value(value, discriminant: StructMember | None) -> int | None:
+    """DW_AT_discr_value as the discriminant's type reads it: a data form
+    holds the bits; a signed discriminant sign-extends them."""
+    if value is None:
+        return None
+    number = value.value
+    if discriminant is not None and value.form in ("DW_FORM_data1", "DW_FORM_data2",
+                                                   "DW_FORM_data4", "DW_FORM_data8"):
+        size = getattr(strip(discriminant.type), "size", 8) or 8
+        number &= (1 << (8 * size)) - 1
+        if getattr(strip(discriminant.type), "signed", False) and number >> (8 * size - 1):
+            number -= 1 << (8 * size)
+    return number
+
+
+_LANGUAGES = {0x001C: "rust"}
+
+
+def _language(die) -> str:
+    language = die.cu.get_top_DIE().attributes.get("DW_AT_language")
+    if language is None:
+        return "c"
+    if language.value in _CPP_LANGUAGES:
+        return "c++"
+    return _LANGUAGES.get(language.value, "c")
 
 
 def _member_offset(die) -> int:

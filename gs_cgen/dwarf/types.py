@@ -123,19 +123,67 @@ class StructMember:
     bit_offset: int | None = None   # bits from the start of `offset`, LSB first (DWARF 4+ data_bit_offset - 8*offset)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One arm of a DW_TAG_variant_part: `member` holds its fields when the
+    discriminant equals `discr_value`; None is the default arm (a Rust
+    niche layout's dataful variant)."""
+
+    discr_value: int | None
+    member: StructMember
+
+
+@dataclass(frozen=True)
+class VariantPart:
+    """A Rust enum's layout (DWARF 5 section 5.7.10): the discriminant
+    member (None: a single-variant enum) and the variants."""
+
+    discriminant: StructMember | None
+    variants: tuple[Variant, ...]
+
+
+def _no_variants() -> VariantPart | None:
+    return None
+
+
+def _no_parameters() -> tuple[tuple[str, "CType"], ...]:
+    return ()
+
+
 @dataclass(frozen=True, eq=False)
 class StructType:
-    """struct or union (`kind`). `members_loader` defers member types."""
+    """struct or union (`kind`). `members_loader` defers member types;
+    `variants_loader` a Rust enum's variant part, `parameters_loader` the
+    DW_TAG_template_type_param (name, type) pairs (`Vec<T>`'s T), which
+    layouts recognized by name need (gs_cgen/printers/)."""
 
     kind: str                 # "struct" | "union" | "class"
     name: str | None
     size: int
     members_loader: Callable[[], tuple[StructMember, ...]] = field(repr=False)
     is_declaration: bool = False
+    language: str = "c"       # "c", "c++" or "rust": whose layout rules apply
+    variants_loader: Callable[[], VariantPart | None] = field(default=_no_variants, repr=False)
+    parameters_loader: Callable[[], tuple[tuple[str, "CType"], ...]] = field(
+        default=_no_parameters, repr=False)
 
     @cached_property
     def members(self) -> tuple[StructMember, ...]:
         return self.members_loader()
+
+    @cached_property
+    def variant_part(self) -> VariantPart | None:
+        return self.variants_loader()
+
+    @cached_property
+    def parameters(self) -> tuple[tuple[str, "CType"], ...]:
+        return self.parameters_loader()
+
+    def parameter(self, name: str) -> "CType | None":
+        return next((t for n, t in self.parameters if n == name), None)
+
+    def member(self, name: str) -> StructMember | None:
+        return next((m for m in self.members if m.name == name), None)
 
 
 @dataclass(frozen=True)
