@@ -141,6 +141,8 @@ class ModuleDebugInfo:
         self._debug_elf = search.image
         self._debug_searched = search.searched
         self._debug_failure = search.failure
+        # No DWARF because debuginfod had none or did not answer.
+        self.debuginfod_failed = search.failure is not None
         if self._debug_elf is not None and self._debug_elf is not self._elf:
             self._elf.use_symtab_of(self._debug_elf)
         self.has_debug_info = self._debug_elf is not None
