@@ -58,14 +58,16 @@ def fetch_debuginfo(build_id: str, module: str) -> str:
     finally:
         library.debuginfod_end(client)
         progress.finish()
-    if progress.interrupted:
+    if progress.error is not None:
+        if fd >= 0:
+            os.close(fd)
         _free(path)
-        raise KeyboardInterrupt
+        raise progress.error
     if fd < 0:
         code = -fd
         if code != errno.ENOENT:
-            _unreachable = (os.strerror(code), code)
-        raise _fetch_error(module, build_id, os.strerror(code), code)
+            _unreachable = (_reason(code), code)
+        raise _fetch_error(module, build_id, _reason(code), code)
     os.close(fd)
     found = os.fsdecode(ctypes.string_at(path.value))
     _free(path)
@@ -76,6 +78,13 @@ def forget_unreachable() -> None:
     """Try the servers again (tests)."""
     global _unreachable
     _unreachable = None
+
+
+def _reason(code: int) -> str:
+    if code == errno.ETIME:        # the client's word for DEBUGINFOD_TIMEOUT passing
+        timeout = os.environ.get("DEBUGINFOD_TIMEOUT", "").strip() or "90"
+        return f"no answer within DEBUGINFOD_TIMEOUT ({timeout} s)"
+    return os.strerror(code)
 
 
 def _fetch_error(module: str, build_id: str, reason: str, code: int) -> DebugInfoError:
@@ -120,9 +129,9 @@ def _load_library(module: str, build_id: str) -> ctypes.CDLL:
 def _free(pointer: ctypes.c_void_p) -> None:
     # The client strdup()s the path; it is ours to free.
     if pointer.value:
-        libc = ctypes.CDLL(None)
-        libc.free.argtypes = [ctypes.c_void_p]
-        libc.free(pointer)
+        free = ctypes.CDLL(None).free
+        free.argtypes = [ctypes.c_void_p]
+        free(pointer)
 
 
 class DownloadProgress:
@@ -135,16 +144,17 @@ class DownloadProgress:
         self.module, self.build_id = module, build_id
         self.stream = stream if stream is not None else sys.stderr
         self.shown_percent: int | None = None
-        self.interrupted = False
+        self.error: BaseException | None = None
 
     def callback(self, _client, done: int, total: int) -> int:
-        # An exception cannot cross the C library: Ctrl-C cancels the
-        # download (a non-zero return) and is raised again after it.
+        # An exception cannot cross the C library: Ctrl-C (or a broken
+        # stderr) cancels the download, a non-zero return, and
+        # fetch_debuginfo raises it again after.
         try:
             self.update(done, total)
             return 0
-        except BaseException:      # noqa: BLE001 - re-raised by fetch_debuginfo
-            self.interrupted = True
+        except BaseException as exc:      # noqa: BLE001 - re-raised by fetch_debuginfo
+            self.error = exc
             return 1
 
     def update(self, done: int, total: int) -> None:

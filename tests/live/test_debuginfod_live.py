@@ -227,6 +227,20 @@ def test_server_down_and_cache_empty_is_an_error_naming_module_and_build_id(buil
     assert our_uprobes() == []
 
 
+def test_server_that_never_answers_times_out_naming_module_and_build_id(built, tmp_path):
+    with socket.socket() as silent:          # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        env = {**_client_env(url, tmp_path / "cache"), "DEBUGINFOD_TIMEOUT": "1"}
+        app = built["stripped"] / "app"
+        result = _info(env, app, "compute")
+    assert result.returncode == 1, result.stdout
+    assert (f"error: '{app}' has no DWARF debug info, and fetching it (build-id "
+            f"{_build_id(app)}) from debuginfod failed: no answer within DEBUGINFOD_TIMEOUT "
+            f"(1 s) ({url})\n" in result.stderr), result.stderr
+
+
 def test_server_without_the_build_id_is_an_error_naming_module_and_build_id(built, server,
                                                                             tmp_path):
     env = _client_env(server.url, tmp_path / "cache")

@@ -199,6 +199,16 @@ def test_unreachable_servers_are_not_asked_again_in_the_run(monkeypatch):
     assert library.asked == [b"ab12"]
 
 
+def test_timeout_says_which_one(monkeypatch):
+    _with_library(monkeypatch, FakeClientLibrary(-errno.ETIME))
+    monkeypatch.setenv("DEBUGINFOD_TIMEOUT", "5")
+    with pytest.raises(DebugInfoError) as err:
+        debuginfod.fetch_debuginfo("ab12", "/bin/prog")
+    assert err.value.message == (
+        "'/bin/prog' has no DWARF debug info, and fetching it (build-id ab12) from debuginfod "
+        f"failed: no answer within DEBUGINFOD_TIMEOUT (5 s) ({URL})")
+
+
 def test_missing_client_library_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(debuginfod, "LIBRARY", "libno-such-debuginfod.so.1")
     monkeypatch.setattr(debuginfod, "_library", None)
