@@ -103,7 +103,8 @@ def _from_debuginfod(elf: ElfImage, name: str, searched: tuple[str, ...]) -> Deb
     what = f"build-id {found}" if found else "no DWARF"
     return DebugFileSearch(None, searched, DebugInfoError(
         f"the debug file debuginfod gave for '{name}' (build-id {elf.build_id}) has {what}: "
-        f"{path}", hints=("the server holds a wrong file for that build-id; once it is fixed, delete "
+        f"{path}",
+        hints=("the server holds a wrong file for that build-id; once it is fixed, delete "
                "the file from the debuginfod cache",)))
 
 

@@ -28,7 +28,7 @@ PROGRESS_MIN_BYTES = 1 << 20
 
 _ProgressFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_long, ctypes.c_long)
 _library: ctypes.CDLL | None = None
-# Why the servers could not be reached, once they could not: (strerror, errno).
+# Why the servers could not be reached, once they could not: (reason, errno).
 _unreachable: tuple[str, int] | None = None
 
 
