@@ -12,6 +12,10 @@ command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 # glibc's DWARF: tests/live/test_glibc_live.py traces malloc, strlen, ... by name
 dpkg -s libc6-dbg >/dev/null 2>&1 || need_apt+=(libc6-dbg)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
+# debug files from a debuginfod server (tests/live/test_debuginfod_live.py):
+# the client library gs-cgen loads through ctypes, and the server the test runs
+dpkg -s libdebuginfod1 >/dev/null 2>&1 || need_apt+=(libdebuginfod1)
+command -v debuginfod >/dev/null 2>&1 || need_apt+=(debuginfod)
 # the oracle for the BTF reader (tests/unit/runtime/test_btf.py); bpftool is in /usr/sbin
 [ -x /usr/sbin/bpftool ] || command -v bpftool >/dev/null 2>&1 || need_apt+=(bpftool)
 python3_venv_ok() { /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; }

@@ -49,6 +49,7 @@ class FakeModule:
     tls_segment: TlsSegment | None = TlsSegment(0x3df0, 0x10, 0x40, 0x10)   # PT_TLS
     dynamic_vaddr: int | None = 0x3e00
     has_debug_info: bool = True
+    debuginfod_failed: bool = False     # no DWARF: debuginfod had none or did not answer
     local_functions: set[str] = field(default_factory=set)     # static: not exported
     ifuncs: dict[str, object] = field(default_factory=dict)    # name -> IfuncSymbol
     imports: dict[str, tuple[int, ...]] = field(default_factory=dict)

@@ -18,6 +18,11 @@ e.g. /proc/PID/root): <dir> is then the file's directory inside that root,
 and the target's own /usr/lib/debug comes before the tracer's roots, as a
 debugger running in the container would see them (DESIGN.md "Module files
 across namespaces").
+
+  3. when neither has it and DEBUGINFOD_URLS is set: by build-id from
+     those debuginfod servers (debuginfod.py), accepted when the file's
+     build-id matches; a failure is kept, to be raised when the DWARF is
+     needed (a library nobody probes must not stop the run).
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ class DebugFileSearch:
 
     image: ElfImage | None
     searched: tuple[str, ...] = ()
+    failure: DebugInfoError | None = None     # why debuginfod had no file
 
 
 def debug_roots() -> tuple[str, ...]:
@@ -76,7 +82,30 @@ def find_debug_info(elf: ElfImage, name: str | None = None,
             if image is not None and _file_crc32(path) == crc:
                 return DebugFileSearch(image, tuple(searched))
             _close(image)
+    if elf.build_id and os.environ.get("DEBUGINFOD_URLS", "").strip():
+        return _from_debuginfod(elf, name or elf.path, tuple(searched))
     return DebugFileSearch(None, tuple(searched))
+
+
+def _from_debuginfod(elf: ElfImage, name: str, searched: tuple[str, ...]) -> DebugFileSearch:
+    # Imported here: it loads ctypes, which the ordinary path never needs.
+    from gs_cgen.dwarf import debuginfod  # noqa: PLC0415
+    searched += (f"debuginfod ({debuginfod.urls()})",)
+    try:
+        path = debuginfod.fetch_debuginfo(elf.build_id, name)
+    except DebugInfoError as exc:
+        return DebugFileSearch(None, searched, exc)
+    image = _open_candidate(path, elf)
+    if image is not None and image.build_id == elf.build_id:
+        return DebugFileSearch(image, searched)
+    found = image.build_id if image is not None else None
+    _close(image)
+    what = f"build-id {found}" if found else "no DWARF"
+    return DebugFileSearch(None, searched, DebugInfoError(
+        f"the debug file debuginfod gave for '{name}' (build-id {elf.build_id}) has {what}: "
+        f"{path}",
+        hints=("the server holds a wrong file for that build-id; once it is fixed, delete "
+               "the file from the debuginfod cache",)))
 
 
 def search_roots(target_root: str = "") -> tuple[str, ...]:

@@ -141,6 +141,9 @@ class ModuleDebugInfo:
         search = find_debug_info(self._elf, self.path, target_root)
         self._debug_elf = search.image
         self._debug_searched = search.searched
+        self._debug_failure = search.failure
+        # No DWARF because debuginfod had none or did not answer.
+        self.debuginfod_failed = search.failure is not None
         if self._debug_elf is not None and self._debug_elf is not self._elf:
             self._elf.use_symtab_of(self._debug_elf)
         self.has_debug_info = self._debug_elf is not None
@@ -224,6 +227,10 @@ class ModuleDebugInfo:
     def require_debug_info(self) -> None:
         if not self.has_debug_info:
             searched = ", ".join(self._debug_searched) or "nowhere: it has no build-id or .gnu_debuglink"
+            if self._debug_failure is not None:
+                failure = self._debug_failure
+                raise DebugInfoError(failure.message, hints=(
+                    *failure.hints, f"separate debug info searched: {searched}"))
             raise DebugInfoError(
                 f"'{self.path}' has no DWARF debug info "
                 "(compile with -g or install the -dbgsym package)",

@@ -156,6 +156,9 @@ class ModuleSet:
         for module in modules:
             if not module.has_debug_info and module.has_function_symbol(name):
                 module.require_debug_info()
+        if self.default.debuginfod_failed:
+            # Stripped of .symtab too, it may hold `name` unseen: say why it has no DWARF.
+            self.default.require_debug_info()
         pool = {n for m in modules if m.has_debug_info for n in m.function_names()}
         where = f"'{self.default.path}'"
         if len(modules) > 1:

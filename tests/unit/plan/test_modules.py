@@ -199,6 +199,19 @@ def test_function_whose_only_module_has_no_dwarf_says_so():
         sites("trace malloc { }", ModuleSet.of(app, bare))
 
 
+def test_function_found_nowhere_in_a_stripped_default_says_why_it_has_no_dwarf():
+    """Stripped of .symtab, the executable may hold the function unseen:
+    debuginfod's failure for it is the error, not "no function"."""
+    app = module("/app", [])
+    app.has_debug_info, app.debuginfod_failed = False, True
+    lib = module("/lib/libx.so", ["lib_work"])
+    with pytest.raises(DebugInfoError, match="^/app has no DWARF debug info$"):
+        sites("trace app_step { }", ModuleSet.of(app, lib))
+    app.debuginfod_failed = False          # no debuginfod: the modules searched, as before
+    with pytest.raises(DebugInfoError, match="^no function 'app_step'"):
+        sites("trace app_step { }", ModuleSet.of(app, lib))
+
+
 def test_a_file_named_twice_is_one_module():
     """ld.so by its PT_INTERP name and by its real path in /proc/PID/maps."""
     app, lib = module("/app", ["main"]), module("/usr/lib/libx.so", ["work"])
