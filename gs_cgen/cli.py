@@ -58,6 +58,7 @@ class TraceRequest:
     mem_dump_cap: int
     backtrace_depth: int
     backtrace_stack: int
+    max_elements: int = 200
     stats: bool = False
     interval: float | None = None
 
@@ -81,6 +82,8 @@ class TraceRequest:
               help="Frames a `bt` shows at most.")
 @click.option("--backtrace-stack", type=click.IntRange(min=512), default=16384, show_default=True,
               help="Bytes of stack a `bt` copies from sp for the unwinder.")
+@click.option("--max-elements", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Elements of each collection (bytes of each string) a value shows.")
 @click.option("--stats", is_flag=True,
               help="Per-probe cost on stderr at exit (and every --interval): hits, "
                    "average ns per hit, events sent and lost.")
@@ -178,6 +181,7 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
                           mem_dump_cap=request.mem_dump_cap, watch_exec=process is None,
                           backtrace_depth=request.backtrace_depth,
                           backtrace_stack=request.backtrace_stack,
+                          max_elements=request.max_elements,
                           thread_pointer=thread_pointer(), pending_returns=pending_returns(),
                           # --stats times each probe by its own program's run time.
                           shared_programs=not request.stats and not links_refusal())

@@ -59,7 +59,8 @@ class TypeBuilder:
         if tag == "DW_TAG_base_type":
             return _base_type(die)
         if tag == "DW_TAG_pointer_type":
-            return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8))
+            return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8),
+                               name=_name(die))
         if tag in ("DW_TAG_reference_type", "DW_TAG_rvalue_reference_type"):
             return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8),
                                reference=True)

@@ -108,6 +108,7 @@ class PointerType:
     target_loader: Callable[[], "CType"] = field(repr=False)
     size: int = 8
     reference: bool = False
+    name: str | None = None   # Rust names its pointers: `&Order`, `Box<Point, Global>`
 
     @cached_property
     def target(self) -> "CType":
@@ -278,6 +279,8 @@ def type_name(ctype: CType) -> str:
             return ctype.name
         case PointerType():
             return _pointer_name(ctype)
+        case StructType(language="rust", name=str() as name):
+            return name
         case StructType():
             return f"{ctype.kind} {ctype.name or '<anonymous>'}"
         case EnumType():
@@ -316,6 +319,8 @@ def _element_has(ctype: CType, qualifier: str) -> bool:
 
 
 def _pointer_name(ctype: PointerType) -> str:
+    if ctype.name:
+        return ctype.name
     target = ctype.target
     mark = "&" if ctype.reference else "*"
     if isinstance(strip(target), FunctionType):

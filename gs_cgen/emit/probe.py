@@ -26,12 +26,13 @@ from __future__ import annotations
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
 from gs_cgen.emit.aggregations import emit_aggregate
+from gs_cgen.emit.follows import emit_follows
 from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
-                                 CompositeCapture, DumpCapture, EntryCapture, IfStep,
+                                 CompositeCapture, DeepCapture, DumpCapture, EntryCapture, IfStep,
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
                                 ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot,
                                 VariableArrayCapture)
@@ -342,6 +343,14 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
                 w.line(f"GS_STORE({where}, 8, {emit_scalar(w, v, fail)});")
             case MemoryCapture(address=a, size=size):
                 w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
+            case DeepCapture(address=a, root_size=size, from_value=True):
+                w.line(f"GS_STORE({where}, 8, {emit_scalar(w, a, fail)});")
+                emit_follows(w, slot, capture)
+            case DeepCapture(address=a, root_size=size):
+                w.line(f"gs_read_user({where}, {size}, {emit_scalar(w, a, fail)});")
+                w.line(f"if (GS_STATUS(ev, {slot.offset}) == GS_STATUS_OK)")
+                with w.block():
+                    emit_follows(w, slot, capture)
             case CompositeCapture(pieces=pieces):
                 _emit_pieces(w, slot, pieces, fail)
             case KnownBytesCapture():

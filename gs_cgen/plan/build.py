@@ -19,7 +19,7 @@ from gs_cgen.plan.locations import SYNTHETIC_POINTER
 from gs_cgen.plan.backtrace import (DEFAULT_BACKTRACE_DEPTH, DEFAULT_BACKTRACE_STACK,
                                     backtrace_capture, backtrace_data_size)
 from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, CompositeCapture,
-                                CompositePiece, ConditionCapture, DumpCapture, DumpRef,
+                                CompositePiece, ConditionCapture, DeepCapture, DumpCapture, DumpRef,
                                 KnownBytesCapture,
                                 EventTransport, ExprErrorLine, ExprLine, FormatLine, IfStep, ScriptString,
                                 MemoryCapture, ModuleRef, NoCapture, PendingReturnsLayout,
@@ -27,7 +27,9 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
                                 SlotRef, Step, StringCapture, THREAD_POINTER_NOT_READ,
                                 ThreadPointer, ValueSlot, VariableArrayCapture, module_cookie)
+from gs_cgen.plan.follows import plan_follows
 from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.printers.rust import pointer_layout
 from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
 from gs_cgen.plan.sites import place_probe, resolve_sites
 from gs_cgen.plan import variables as variable_lists
@@ -46,6 +48,7 @@ class PlanOptions:
     mem_dump_cap: int = 256
     backtrace_depth: int = DEFAULT_BACKTRACE_DEPTH
     backtrace_stack: int = DEFAULT_BACKTRACE_STACK
+    max_elements: int = 200           # of each collection / string a std value shows
     watch_exec: bool = False
     thread_pointer: ThreadPointer = THREAD_POINTER_NOT_READ
     pending_returns: PendingReturnsLayout = PendingReturnsLayout()
@@ -262,6 +265,10 @@ class _ProbeBuilder:
             case ir.ValuePlace(value=v, ctype=t) | ir.BitFieldPlace(value=v, ctype=t):
                 if arith.is_string_type(t) and kind is not ast.FormatKind.POINTER:
                     return self._string(v, t)
+                if kind is not ast.FormatKind.POINTER and pointer_layout(t) is not None:
+                    deep = self._deep(v, t, 8, from_value=True)     # a Box in a register
+                    if deep is not None:
+                        return deep, deep.size
                 return ScalarCapture(v, t), 8
         ctype = place.ctype
         if getattr(strip(ctype), "variable_length", False) and kind is not ast.FormatKind.POINTER:
@@ -275,7 +282,23 @@ class _ProbeBuilder:
         size = type_size(ctype)
         cap = self.options.mem_dump_cap if arith.is_string_type(ctype) \
             else object_cap(self.options.transport)
+        deep = self._deep(place.address, ctype, min(size, cap))
+        if deep is not None:
+            return deep, deep.size
         return MemoryCapture(place.address, ctype, min(size, cap)), min(size, cap)
+
+    def _deep(self, address: ir.Scalar, ctype, root_size: int,
+              from_value: bool = False) -> DeepCapture | None:
+        """A value whose std type keeps its data behind pointers (a Rust
+        String, Vec, Box...): those reads too (plan/follows.py)."""
+        room = object_cap(self.options.transport) - root_size
+        follows = plan_follows(ctype, self.options.max_elements, room)
+        if not follows:
+            return None
+        root = (root_size + 7) & ~7
+        last = follows[-1]
+        return DeepCapture(address, ctype, root_size, follows,
+                           root + last.offset + last.reps * last.stride, from_value)
 
     def _variable_array(self, place: ir.Place, ctype, expr: ast.Expr) -> tuple[Capture, int]:
         """A VLA: its length computed at run time, never `[]` (a plausible

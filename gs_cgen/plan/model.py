@@ -166,6 +166,53 @@ class VariableArrayCapture:
 
 
 @dataclass(frozen=True)
+class FollowRead:
+    """One pointer chase of a DeepCapture (plan/follows.py). For every
+    element of its source (the root object when `source` is None, else
+    each element that follow `source` read), a pointer and a length found
+    at byte offsets of that element choose the bytes to read into a
+    sub-slot of this follow: slot header layout (status, u32 requested
+    length, u64 address), then `cap` data bytes."""
+
+    source: int | None
+    source_elements: int          # elements per rep of the source (root: 1)
+    element_size: int             # the source's element stride (root: 0)
+    pointer_offset: int           # in the source element
+    pointer_add: int              # bytes added to the pointer (RcInner's value)
+    length_offset: int | None     # u64 element count in the source element
+    scale: int                    # bytes per counted element
+    fixed: int                    # bytes to read when length_offset is None
+    cap: int                      # data bytes per rep (a multiple of 8)
+    offset: int                   # rep 0's header, from the slot's data start
+    reps: int                     # source reps * source_elements
+
+    @property
+    def stride(self) -> int:
+        return 16 + self.cap
+
+
+@dataclass(frozen=True)
+class DeepCapture:
+    """An object whose value lives partly behind its pointers (a Rust
+    String, Vec, Box, Rc...): `root_size` bytes of the object at
+    `address`, then each follow in order (a follow reads from the bytes
+    of earlier ones). Read in the probe: the target's memory changes
+    after it returns."""
+
+    address: Scalar
+    ctype: CType
+    root_size: int
+    follows: tuple[FollowRead, ...]
+    size: int
+    from_value: bool = False      # `address` is the root's value itself (a Box in a register)
+
+    @property
+    def follows_offset(self) -> int:
+        """Where the follows' sub-slots start in the slot's data."""
+        return (self.root_size + 7) & ~7
+
+
+@dataclass(frozen=True)
 class NoCapture:
     """Nothing to read: renders `<OPTIMIZED_OUT>` or `<error: reason>`."""
 
@@ -276,7 +323,8 @@ class EntryCapture:
         return getattr(self.original, "ctype", None)
 
 
-Capture = (ScalarCapture | MemoryCapture | StringCapture | DumpCapture | VariableArrayCapture
+Capture = (ScalarCapture | MemoryCapture | DeepCapture | StringCapture | DumpCapture
+           | VariableArrayCapture
            | NoCapture | CompositeCapture | KnownBytesCapture | ConditionCapture | BacktraceCapture
            | EntryCapture)
 
@@ -286,7 +334,7 @@ def capture_scalars(capture: Capture) -> tuple[Scalar, ...]:
     match capture:
         case ScalarCapture(value=v) | ConditionCapture(condition=v):
             return (v,)
-        case MemoryCapture(address=a):
+        case MemoryCapture(address=a) | DeepCapture(address=a):
             return (a,)
         case DumpCapture(address=a, length=n) | VariableArrayCapture(address=a, length=n):
             return (a, n)

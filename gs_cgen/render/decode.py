@@ -13,7 +13,8 @@ from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith
-from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DumpCapture,
+from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DeepCapture,
+                                DumpCapture,
                                 EntryCapture, KnownBytesCapture, MemoryCapture, NoCapture,
                                 ProbePlan, ScalarCapture, StringCapture, ValueSlot,
                                 VariableArrayCapture)
@@ -141,6 +142,9 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             return scalar_value(ctype, int.from_bytes(data[:8], "little"))
         case MemoryCapture(ctype=ctype, size=size):
             return memory_value(ctype, data, size, address)
+        case DeepCapture(ctype=ctype):
+            from gs_cgen.render.rust import decode_rust  # noqa: PLC0415
+            return decode_rust(ctype, data, address, capture)
         case CompositeCapture(ctype=ctype, size=size, gaps=gaps):
             return values.decode_object(ctype, data[:size], size < type_size(ctype), gaps=gaps)
         case StringCapture(ctype=ctype, cap=cap):

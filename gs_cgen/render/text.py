@@ -13,7 +13,8 @@ from gs_cgen.render import floats
 from gs_cgen.render.decode import ValueStatus
 from gs_cgen.render.values import (ArrayValue, BoolValue, ComplexValue, EnumValue, ErrorValue,
                                    FloatValue, IntValue, PointerValue, StringValue, StructValue,
-                                   UnknownReason, UnknownValue, Value, aggregate_name)
+                                   TupleValue, UnitValue, UnknownReason, UnknownValue, Value,
+                                   VariantValue, aggregate_name)
 from gs_cgen.script.ast import FormatKind
 
 TRUNCATED = "... <truncated>"
@@ -49,8 +50,16 @@ def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
             return f"<unsupported type {type_name(ctype)}: {format_dump(data, 'x', False)}>"
         case StructValue():
             return _struct_text(value, kind)
-        case ArrayValue(elements=elements, truncated=truncated):
-            return "[" + _join([format_value(e, kind) for e in elements], truncated) + "]"
+        case ArrayValue(elements=elements, truncated=truncated, more=more):
+            parts = [format_value(e, kind) for e in elements] + ([f"... <{more} more>"] if more else [])
+            return "[" + _join(parts, truncated) + "]"
+        case TupleValue(name=name, elements=elements):
+            return (name or "") + "(" + ", ".join(format_value(e, kind) for e in elements) + \
+                ("," if name is None and len(elements) == 1 else "") + ")"
+        case UnitValue(name=name):
+            return name
+        case VariantValue(payload=payload):
+            return format_value(payload, kind)
         case StringValue():
             return _string_text(value, kind)
         case PointerValue():
@@ -68,10 +77,59 @@ def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
 _CONTRACT_FORMATS = (FloatFormat.BINARY32, FloatFormat.BINARY64)
 
 
+_RUST_FLOATS = ("f32", "f64")
+
+
 def float_text(value: FloatValue) -> str:
+    if getattr(value.ctype, "name", None) in _RUST_FLOATS:
+        return rust_float_text(value.number, value.format)
     if value.format in _CONTRACT_FORMATS:
         return floats.c_g_text(value.raw, value.format)
     return floats.gdb_text(value.raw, value.format)
+
+
+def rust_float_text(number: float, fmt: FloatFormat) -> str:
+    """Rust's `{:?}` of an f32/f64: the shortest text that reads back
+    (`1.5`, `1.0`, `0.1`), in exponent form below 1e-5 and from 1e16
+    (`1e-7`, `1e16`), `inf`, `NaN`."""
+    if number != number:
+        return "NaN"
+    if number in (float("inf"), float("-inf")):
+        return "inf" if number > 0 else "-inf"
+    if fmt is FloatFormat.BINARY32:
+        import struct  # noqa: PLC0415
+        text = _shortest_f32(number, struct)
+    else:
+        text = repr(number)
+    magnitude = abs(number)
+    if magnitude != 0 and (magnitude < 1e-5 or magnitude >= 1e16):
+        mantissa, _, exponent = f"{float(text):e}".partition("e")
+        digits = repr(float(text)).split("e")[0] if "e" in repr(float(text)) else None
+        mantissa = _shortest_mantissa(float(text))
+        return f"{mantissa}e{int(exponent)}"
+    if "e" in text:
+        text = f"{float(text):f}".rstrip("0")
+    return text if "." in text else text + ".0"
+
+
+def _shortest_mantissa(number: float) -> str:
+    text = f"{number:e}"
+    for digits in range(0, 17):
+        candidate = f"{number:.{digits}e}"
+        if float(candidate) == number:
+            text = candidate
+            break
+    mantissa = text.split("e")[0]
+    return mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+
+
+def _shortest_f32(number: float, struct) -> str:
+    packed = struct.pack("<f", number)
+    for digits in range(1, 10):
+        candidate = f"{number:.{digits}g}"
+        if struct.pack("<f", float(candidate)) == packed:
+            return repr(float(candidate))
+    return repr(number)
 
 
 def format_dump(data: bytes, style: str, truncated: bool) -> str:
@@ -112,6 +170,13 @@ def value_json(value: Value) -> object:
             return {name: value_json(field) for name, field in fields}
         case ArrayValue(elements=elements):
             return [value_json(element) for element in elements]
+        case TupleValue(elements=elements):
+            return [value_json(element) for element in elements]
+        case UnitValue(name=name):
+            return name
+        case VariantValue(variant=variant, payload=payload):
+            fields = value_json(payload)
+            return {"variant": variant, "fields": [] if isinstance(payload, UnitValue) else fields}
     return None                                  # ErrorValue, UnknownValue
 
 
@@ -183,8 +248,8 @@ def _struct_text(value: StructValue, kind: FormatKind) -> str:
     body = _join(fields, value.truncated)
     braces = f"{{ {body} }}" if body else "{}"
     base = strip(value.ctype)
-    name = aggregate_name(value.ctype)
-    if isinstance(base, StructType) and base.kind == "union":
+    name = value.name or aggregate_name(value.ctype)
+    if value.name is None and isinstance(base, StructType) and base.kind == "union":
         name = f"union {name}" if name else "union"
     return f"{name} {braces}" if name else braces
 
@@ -293,8 +358,12 @@ def _is_truncated(value: Value) -> bool:
             return truncated
         case StructValue(fields=fields, truncated=truncated):
             return truncated or any(_is_truncated(field) for _, field in fields)
-        case ArrayValue(elements=elements, truncated=truncated):
-            return truncated or any(_is_truncated(element) for element in elements)
+        case ArrayValue(elements=elements, truncated=truncated, more=more):
+            return truncated or bool(more) or any(_is_truncated(element) for element in elements)
+        case TupleValue(elements=elements):
+            return any(_is_truncated(element) for element in elements)
+        case VariantValue(payload=payload):
+            return _is_truncated(payload)
         case ComplexValue(real=real, imag=imag):
             return _is_truncated(real) or _is_truncated(imag)
     return False

@@ -95,18 +95,52 @@ class StringValue:
 @dataclass(frozen=True)
 class StructValue:
     """A struct or union; anonymous struct/union members are flattened
-    into `fields`, as C lets their members be named directly."""
+    into `fields`, as C lets their members be named directly. `name`
+    overrides the type's (a Rust struct or enum variant as `{:?}` names it)."""
 
     ctype: CType
     fields: tuple[tuple[str, "Value"], ...]
     truncated: bool = False
+    name: str | None = None
 
 
 @dataclass(frozen=True)
 class ArrayValue:
+    """Elements shown; `more` counts those the collection has beyond them
+    (`[1, 2, ... <997 more>]`)."""
+
     ctype: CType
     elements: tuple["Value", ...]
     truncated: bool = False
+    more: int = 0
+
+
+@dataclass(frozen=True)
+class TupleValue:
+    """A Rust tuple `(1, "a")`, tuple struct `Point(1, -1)` or tuple
+    variant `Some(7)`: `name` None for a plain tuple."""
+
+    ctype: CType
+    name: str | None
+    elements: tuple["Value", ...]
+
+
+@dataclass(frozen=True)
+class UnitValue:
+    """A Rust unit struct or variant: `None`, `Empty`."""
+
+    ctype: CType
+    name: str
+
+
+@dataclass(frozen=True)
+class VariantValue:
+    """A Rust enum's value: its variant's name and payload (a StructValue,
+    TupleValue or UnitValue named after the variant)."""
+
+    ctype: CType
+    variant: str
+    payload: "Value"
 
 
 @dataclass(frozen=True)
@@ -126,7 +160,8 @@ class UnknownValue:
 
 
 Value = (IntValue | BoolValue | FloatValue | ComplexValue | EnumValue | PointerValue
-         | StringValue | StructValue | ArrayValue | ErrorValue | UnknownValue)
+         | StringValue | StructValue | ArrayValue | TupleValue | UnitValue | VariantValue
+         | ErrorValue | UnknownValue)
 
 
 # [start, end) byte ranges of an object that hold no value (pieces the
@@ -146,6 +181,17 @@ def decode_object(ctype: CType, data: bytes, truncated: bool = False, *,
     data = bytes(data)
     cut = truncated or len(data) < type_size(ctype)
     return _decode(ctype, data, cut, address, 0, gaps)
+
+
+def decode_raw(ctype: CType, data: bytes) -> Value:
+    """A Rust or C++ object as its DWARF layout (gdb's `print/r`), without
+    the std printers."""
+    base = strip(ctype)
+    if not isinstance(base, StructType):
+        return _decode(ctype, data, False, None, 0)
+    fields = tuple((m.name or "?", decode_raw(m.type, data[m.offset:m.offset + type_size(m.type)]))
+                   for m in base.members if m.offset + type_size(m.type) <= len(data))
+    return StructValue(ctype, fields, name=base.name)
 
 
 def _within(gaps: Gaps, start: int, size: int) -> Gaps:
@@ -235,6 +281,9 @@ def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
             depth: int, gaps: Gaps = ()) -> Value:
     if depth >= MAX_DEPTH:
         return UnknownValue(ctype, UnknownReason.DEPTH_LIMIT, base.size)
+    if base.language == "rust" and not gaps:
+        from gs_cgen.render.rust import decode_rust  # noqa: PLC0415 — it builds on this module
+        return decode_rust(ctype, data, address)
     fields: list[tuple[str, Value]] = []
     truncated = False
     for member in base.members:

@@ -1,0 +1,117 @@
+"""What to read behind a value's pointers so that it prints as its
+language's debugger shows it (gs_cgen/printers/): the FollowReads of a
+DeepCapture.
+
+The type tree is walked from the root object: every Rust string,
+sequence or owned pointee found in it (members, enum variants, wrapper
+insides, elements of what an earlier follow reads) becomes a follow whose
+source is the object or follow that holds its pointer. render/ walks the
+same tree in the same order to find each follow's bytes
+(`follow_key`). Each follow reads at most `max_elements` elements (bytes
+of a string); together they stay within `budget` bytes, later follows
+getting fewer elements when earlier ones took the room (the renderer marks
+every cut)."""
+from __future__ import annotations
+
+from gs_cgen.dwarf.types import ArrayType, StructType, strip, type_size
+from gs_cgen.plan.model import FollowRead
+from gs_cgen.printers import rust
+
+_MAX_DEPTH = 6              # nested types walked for pointers
+_MAX_REPS = 2048            # probe-time repetitions of one follow (verifier budget)
+
+
+def follow_key(source: int | None, offset: int) -> tuple[int | None, int]:
+    """How the renderer finds a follow: its source and the pointer's
+    offset in the source element."""
+    return source, offset
+
+
+def plan_follows(ctype, max_elements: int, budget: int) -> tuple[FollowRead, ...]:
+    planner = _Planner(max_elements, budget)
+    planner.walk(ctype, None, 0, 1, 0)
+    return tuple(planner.follows)
+
+
+class _Planner:
+    def __init__(self, max_elements: int, budget: int) -> None:
+        self.max_elements, self.left = max_elements, budget
+        self.follows: list[FollowRead] = []
+        self.end = 0
+
+    def walk(self, ctype, source: int | None, offset: int, reps: int, depth: int) -> None:
+        """`reps`: how many elements of `source` hold this type at `offset`."""
+        if depth > _MAX_DEPTH:
+            return
+        boxed = rust.pointer_layout(ctype)
+        if boxed is not None:
+            self._pointee(boxed, source, offset, reps, depth)
+            return
+        base = strip(ctype)
+        if isinstance(base, ArrayType) and base.count:
+            size = type_size(base.element)
+            for i in range(min(base.count, self.max_elements) if size else 0):
+                self.walk(base.element, source, offset + i * size, reps, depth + 1)
+            return
+        if not isinstance(base, StructType) or base.language != "rust":
+            return
+        shape = rust.layout(base)
+        match shape.kind:
+            case rust.Kind.TEXT | rust.Kind.SEQUENCE | rust.Kind.RING:
+                self._sequence(shape, source, offset, reps, depth)
+            case rust.Kind.POINTEE:
+                self._pointee(shape, source, offset, reps, depth)
+            case rust.Kind.WRAPPER:
+                self.walk(shape.inner.type, source, offset + shape.inner.offset, reps, depth + 1)
+            case rust.Kind.ENUM:
+                for variant in base.variant_part.variants:
+                    self.walk(variant.member.type, source, offset + variant.member.offset, reps,
+                              depth + 1)
+            case _:
+                for member in base.members:
+                    self.walk(member.type, source, offset + member.offset, reps, depth + 1)
+
+    def _sequence(self, shape: rust.Layout, source, offset: int, reps: int, depth: int) -> None:
+        size = max(type_size(shape.element), 1) if shape.element is not None else 1
+        count = self._elements(size, reps)
+        if shape.kind is not rust.Kind.TEXT:      # each element may be a source of its own
+            count = min(count, _MAX_REPS // reps)
+        if count == 0:
+            return
+        index = self._add(source, offset + shape.pointer_offset, shape.value_offset,
+                          offset + shape.length_offset, size, 0, count * size, reps)
+        if shape.kind is not rust.Kind.TEXT:
+            # Each element may hold pointers of its own: follows sourced
+            # from this one, repeated for each of its elements.
+            self.walk(shape.element, index, 0, reps * count, depth + 1)
+
+    def _pointee(self, shape: rust.Layout, source, offset: int, reps: int, depth: int) -> None:
+        size = type_size(shape.element)
+        if size <= 0 or size > self.left // max(reps, 1):
+            return
+        index = self._add(source, offset + shape.pointer_offset, 0, None, 1, size, size, reps)
+        self.walk(shape.element, index, 0, reps, depth + 1)
+
+    def _elements(self, size: int, reps: int) -> int:
+        """Elements each rep may read: max_elements, fewer when the budget
+        or the verifier's repetition bound says so."""
+        if reps > _MAX_REPS:
+            return 0
+        room = self.left // (reps * (size + 16)) if reps and size else 0
+        return max(0, min(self.max_elements, room))
+
+    def _add(self, source, pointer_offset: int, add: int, length_offset, scale: int,
+             fixed: int, data: int, reps: int) -> int:
+        cap = (data + 7) & ~7
+        source_elements, element_size = 1, 0
+        if source is not None:
+            parent = self.follows[source]
+            element_size = parent.scale if parent.length_offset is not None else parent.fixed
+            source_elements = parent.cap // element_size if element_size else 1
+        follow = FollowRead(source, source_elements, element_size, pointer_offset, add,
+                            length_offset, scale, fixed, cap, self.end,
+                            reps if source is None else self.follows[source].reps * source_elements)
+        self.follows.append(follow)
+        self.end += follow.reps * follow.stride
+        self.left -= follow.reps * follow.stride
+        return len(self.follows) - 1

@@ -1,0 +1,322 @@
+"""Rust std layouts, recognized from rustc's DWARF.
+
+rustc describes every type as a DW_TAG_structure_type (enums too, with a
+DW_TAG_variant_part), names std types by their path without the crate
+(`String`, `Vec<u64, alloc::alloc::Global>`, `&str`, `Option<u32>`) and
+gives generic types their DW_TAG_template_type_param (`T`). The shapes
+below are checked member by member; one that does not validate is PLAIN
+(printed as its DWARF layout) with a note, never guessed at.
+
+Covered: the std layouts of rustc 1.7x-1.9x (RawVec with and without
+RawVecInner, NonNull/Unique pointers, RcInner/RcBox, ArcInner).
+"""
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+from gs_cgen.dwarf.types import (CType, IntType, PointerType, StructMember, StructType, strip,
+                                 type_size)
+from gs_cgen.lazydataclass import dataclass
+
+
+class Kind(Enum):
+    PLAIN = "plain"               # a user struct: `Order { id: 42, ... }`
+    TUPLE = "tuple"               # `(1, "a")`
+    TUPLE_STRUCT = "tuple struct"  # `Point(1, -1)`
+    UNIT = "unit"                 # `Empty`
+    ENUM = "enum"                 # variant part
+    TEXT = "text"                 # bytes behind a pointer, shown as a string
+    SEQUENCE = "sequence"         # elements behind a pointer: `[1, 2]`
+    RING = "ring"                 # VecDeque: a ring buffer's slots, `len` from `head`
+    POINTEE = "pointee"           # one value behind a pointer (Box, Rc, Arc)
+    WRAPPER = "wrapper"           # Cell, RefCell, NonZero: the inner value
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a Rust value is. For TEXT and SEQUENCE: the pointer and the
+    length (in elements) at byte offsets of the object, `element` the
+    element type; for POINTEE: the pointer, `element` the pointee's
+    type and `value_offset` where the shown value starts in it (RcInner's
+    `value`); for WRAPPER: `inner` the offset and type of the inner value,
+    `label` the Debug struct name when it prints one (`RefCell`)."""
+
+    kind: Kind
+    pointer_offset: int = 0
+    length_offset: int | None = None
+    element: CType | None = None
+    value_offset: int = 0
+    inner: StructMember | None = None
+    label: str | None = None
+    head_offset: int = 0          # RING: where the first element's slot index is
+    count_offset: int = 0         # RING: where the element count is
+    note: str | None = None       # why a std type prints as PLAIN
+
+
+_TUPLE_FIELD = re.compile(r"__\d+$")
+_PLAIN = Layout(Kind.PLAIN)
+
+
+def layout(ctype: CType) -> Layout:
+    """The layout of a Rust value of type `ctype` (a struct; pointers to
+    Box<T> are handled by `pointer_layout`)."""
+    base = strip(ctype)
+    if not isinstance(base, StructType) or base.language != "rust" or base.is_declaration:
+        return _PLAIN
+    name = base.name or ""
+    if base.variant_part is not None:
+        return Layout(Kind.ENUM)
+    members = base.members
+    if _is_fat_pointer(base):
+        return _fat_pointer(base, name)
+    family = _family(name)
+    recognized = _STD.get(family)
+    if recognized is not None:
+        found = recognized(base)
+        if found is not None:
+            return found
+        return Layout(Kind.PLAIN, note=f"the layout of {name} is not one gs-cgen knows")
+    if not members:
+        return Layout(Kind.UNIT)
+    if all(m.name and _TUPLE_FIELD.match(m.name) for m in members):
+        return Layout(Kind.TUPLE if name.startswith("(") else Kind.TUPLE_STRUCT)
+    return _PLAIN
+
+
+def pointer_layout(ctype: CType) -> Layout | None:
+    """Box<T> is a plain pointer in rustc's DWARF named `Box<T, Global>`:
+    `{:?}` shows the value it owns."""
+    base = strip(ctype)
+    if isinstance(base, PointerType) and _family(base.name or "") == "Box":
+        return Layout(Kind.POINTEE, 0, element=base.target)
+    return None
+
+
+def display_name(base: StructType) -> str:
+    """`Order`, `Option`, `Point`: a struct's name as `{:?}` prints it
+    (no generic arguments, no path)."""
+    name = base.name or ""
+    return name.split("<", 1)[0].rsplit("::", 1)[-1]
+
+
+def _family(name: str) -> str:
+    """`Box` of `alloc::boxed::Box<values::Point, alloc::alloc::Global>`."""
+    return name.split("<", 1)[0].rsplit("::", 1)[-1]
+
+
+def _is_fat_pointer(base: StructType) -> bool:
+    names = [m.name for m in base.members]
+    return names == ["data_ptr", "length"] and isinstance(strip(base.members[0].type), PointerType)
+
+
+def _fat_pointer(base: StructType, name: str) -> Layout:
+    """&str, &[T], Box<str>, Box<[T]>, &Path, &OsStr: data_ptr + length."""
+    data, length = base.members
+    element = strip(data.type).target
+    # &Path's data_ptr points at Path { inner: OsStr { .. [u8] } }: bytes.
+    text = _names_text(name) and (_is_byte(element) or type_size(element) in (0, 1))
+    if text and not _is_byte(element):
+        element = IntType("u8", 1, False)
+    return Layout(Kind.TEXT if text else Kind.SEQUENCE, data.offset, length.offset, element)
+
+
+def _names_text(name: str) -> bool:
+    return any(word in name for word in ("str", "Path", "OsStr"))
+
+
+def _is_byte(ctype: CType) -> bool:
+    base = strip(ctype)
+    return isinstance(base, IntType) and base.size == 1 and not base.signed
+
+
+def _vec(base: StructType) -> Layout | None:
+    """Vec<T>: `buf` (RawVec, whose first pointer inside is the data) and
+    `len`; T from the template parameter (RawVecInner's pointer is u8*)."""
+    buf, length = base.member("buf"), base.member("len")
+    element = base.parameter("T")
+    if buf is None or length is None or element is None:
+        return None
+    pointer = _first_pointer(buf.type, buf.offset)
+    if pointer is None:
+        return None
+    return Layout(Kind.SEQUENCE, pointer, length.offset, element)
+
+
+def _byte_string(base: StructType) -> Layout | None:
+    """String { vec }, OsString { inner: Buf { inner: Vec<u8> } },
+    PathBuf { inner: OsString }: the Vec<u8> inside, as text."""
+    found = _inner_vec(base, 0)
+    if found is None:
+        return None
+    vec, offset = found
+    inner = _vec(vec)
+    if inner is None or not _is_byte(inner.element):
+        return None
+    return Layout(Kind.TEXT, offset + inner.pointer_offset, offset + inner.length_offset,
+                  inner.element)
+
+
+def _inner_vec(base: StructType, offset: int, depth: int = 0):
+    if _family(base.name or "") == "Vec":
+        return base, offset
+    if depth > 4 or len(base.members) != 1:
+        return None
+    member = base.members[0]
+    inner = strip(member.type)
+    return _inner_vec(inner, offset + member.offset, depth + 1) \
+        if isinstance(inner, StructType) else None
+
+
+def _shared(value_member: str):
+    """Rc<T> / Arc<T>: `ptr` (NonNull of RcInner / ArcInner) -> the
+    counts, then `value` / `data`."""
+    def recognize(base: StructType) -> Layout | None:
+        ptr = base.member("ptr")
+        if ptr is None:
+            return None
+        pointer = _first_pointer(ptr.type, ptr.offset)
+        target = _pointer_target(ptr.type)
+        if pointer is None or target is None:
+            return None
+        if _is_fat_pointer(target):        # Rc<str>, Rc<[T]>: a fat NonNull
+            data, length = target.members
+            inner = strip(strip(data.type).target)
+            value = inner.member(value_member) if isinstance(inner, StructType) else None
+            if value is None:
+                return None
+            element = _slice_element(value.type)
+            kind = Kind.TEXT if element is not None and _is_byte(element) and \
+                _names_text(base.name or "") else Kind.SEQUENCE
+            return Layout(kind, ptr.offset + data.offset, ptr.offset + length.offset,
+                          element, value_offset=value.offset)
+        value = target.member(value_member)
+        if value is None:
+            return None
+        return Layout(Kind.POINTEE, pointer, element=target, value_offset=value.offset)
+    return recognize
+
+
+def _slice_element(ctype: CType) -> CType | None:
+    """The element of an unsized `str` / `[T]` value type (rustc: a
+    struct or array of no length)."""
+    base = strip(ctype)
+    element = getattr(base, "element", None)
+    if element is not None:
+        return element
+    if isinstance(base, IntType):
+        return base
+    return IntType("u8", 1, False) if getattr(base, "name", "") == "str" else None
+
+
+def _nonzero(base: StructType) -> Layout | None:
+    """NonZero<T>(NonZeroTInner(T)) — `{:?}` prints the number."""
+    offset, member = 0, None
+    current = base
+    for _ in range(4):
+        if not isinstance(current, StructType) or len(current.members) != 1:
+            break
+        member = current.members[0]
+        offset += member.offset
+        current = strip(member.type)
+    if member is None or isinstance(current, StructType):
+        return None
+    return Layout(Kind.WRAPPER, inner=StructMember("value", member.type, offset))
+
+
+def _ring(base: StructType) -> Layout | None:
+    """VecDeque<T> { head, len, buf: RawVec }: the buffer's `cap` slots are
+    read; the renderer shows `len` of them from `head`, wrapping."""
+    head, length, buf = base.member("head"), base.member("len"), base.member("buf")
+    element = base.parameter("T")
+    if head is None or length is None or buf is None or element is None:
+        return None
+    pointer = _first_pointer(buf.type, buf.offset)
+    capacity = _member_path_offset(buf.type, buf.offset, "cap")
+    if pointer is None or capacity is None:
+        return None
+    return Layout(Kind.RING, pointer, capacity, element, head_offset=head.offset,
+                  count_offset=length.offset)
+
+
+def _member_path_offset(ctype: CType, offset: int, name: str, depth: int = 0) -> int | None:
+    """The offset of the integer inside the first member called `name`
+    (RawVecInner's `cap: UsizeNoHighBit(usize)` included)."""
+    base = strip(ctype)
+    if not isinstance(base, StructType) or depth > 6:
+        return None
+    for member in base.members:
+        if member.name == name:
+            inner = strip(member.type)
+            while isinstance(inner, StructType) and len(inner.members) == 1:
+                offset += inner.members[0].offset
+                inner = strip(inner.members[0].type)
+            return offset + member.offset if isinstance(inner, IntType) else None
+        found = _member_path_offset(member.type, offset + member.offset, name, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _wrapper(label: str | None, path: tuple[str, ...]):
+    """Cell { value: UnsafeCell { value } }, RefCell { value: UnsafeCell
+    { value } }, NonZero(T)."""
+    def recognize(base: StructType) -> Layout | None:
+        offset, current, member = 0, base, None
+        for name in path:
+            member = current.member(name) if isinstance(current, StructType) else None
+            if member is None:
+                return None
+            offset += member.offset
+            current = strip(member.type)
+        return Layout(Kind.WRAPPER, inner=StructMember("value", member.type, offset), label=label)
+    return recognize
+
+
+def _first_pointer(ctype: CType, offset: int, depth: int = 0) -> int | None:
+    """The offset of the first pointer inside a chain of one-pointer
+    wrappers (Unique { pointer: NonNull { pointer: *const T } })."""
+    base = strip(ctype)
+    if isinstance(base, PointerType):
+        return offset
+    if not isinstance(base, StructType) or depth > 6:
+        return None
+    for member in base.members:
+        found = _first_pointer(member.type, offset + member.offset, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _pointer_target(ctype: CType, depth: int = 0) -> StructType | None:
+    base = strip(ctype)
+    if isinstance(base, PointerType):
+        target = strip(base.target)
+        return target if isinstance(target, StructType) else None
+    if not isinstance(base, StructType) or depth > 6:
+        return None
+    if _is_fat_pointer(base):
+        return base
+    for member in base.members:
+        found = _pointer_target(member.type, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+_STD = {
+    "Vec": _vec,
+    "String": _byte_string,
+    "OsString": _byte_string,
+    "PathBuf": _byte_string,
+    "Rc": _shared("value"),
+    "Arc": _shared("data"),
+    "Cell": _wrapper("Cell", ("value", "value")),
+    "RefCell": _wrapper("RefCell", ("value", "value")),
+    "NonZero": _nonzero,
+    "VecDeque": _ring,
+}
+
+
+def element_size(ctype: CType) -> int:
+    return type_size(ctype)

@@ -1,0 +1,177 @@
+"""Rust values from their bytes, as `{:?}` prints them (CONTRACT.md "Rust
+and C++ programs"): structs by their own name, tuples and tuple structs
+in parentheses, enums by their variant, std strings, sequences and owned
+pointers by what they hold. The layouts are gs_cgen/printers/rust.py's;
+the bytes behind pointers are a DeepCapture's follows (plan/follows.py),
+found by the same walk of the type tree."""
+from __future__ import annotations
+
+import struct
+
+from gs_cgen.dwarf.types import ArrayType, StructType, strip, type_size
+from gs_cgen.plan.model import DeepCapture
+from gs_cgen.printers import rust
+from gs_cgen.render import values
+from gs_cgen.render.decode import ValueStatus, status_of
+from gs_cgen.render.values import (ArrayValue, ErrorValue, StringValue, StructValue, TupleValue,
+                                   UnitValue, Value, VariantValue)
+
+_MAX_DEPTH = 12
+
+
+def decode_rust(ctype, data: bytes, address: int | None = None,
+                capture: DeepCapture | None = None) -> Value:
+    """A Rust value of `ctype` whose bytes are `data` (the root object of
+    `capture`, when its pointers were followed)."""
+    return _Decoder(capture, data).value(ctype, data, 0, None, 0, 0)
+
+
+class _Decoder:
+    def __init__(self, capture: DeepCapture | None, data: bytes) -> None:
+        self.capture, self.data = capture, data
+        follows = capture.follows if capture is not None else ()
+        self.index = {(f.source, f.pointer_offset): i for i, f in enumerate(follows)}
+
+    def value(self, ctype, element: bytes, offset: int, source, element_index: int,
+              depth: int) -> Value:
+        """The value of `ctype` at `offset` of `element`, the bytes of
+        element `element_index` of `source` (None: the root object)."""
+        if depth > _MAX_DEPTH:
+            return values.UnknownValue(ctype, values.UnknownReason.DEPTH_LIMIT, type_size(ctype))
+        boxed = rust.pointer_layout(ctype)
+        if boxed is not None and self.capture is not None:
+            return self._pointee(ctype, boxed, element, offset, source, element_index, depth)
+        base = strip(ctype)
+        size = type_size(ctype)
+        if isinstance(base, ArrayType) and base.count and not _bytes_only(base):
+            step = type_size(base.element)
+            return ArrayValue(ctype, tuple(
+                self.value(base.element, element, offset + i * step, source, element_index,
+                           depth + 1) for i in range(base.count)))
+        if not isinstance(base, StructType) or base.language != "rust":
+            return values.decode_object(ctype, element[offset:offset + size],
+                                        len(element) < offset + size)
+        shape = rust.layout(base)
+        match shape.kind:
+            case rust.Kind.TEXT | rust.Kind.SEQUENCE | rust.Kind.RING:
+                return self._sequence(ctype, shape, element, offset, source, element_index, depth)
+            case rust.Kind.POINTEE:
+                return self._pointee(ctype, shape, element, offset, source, element_index, depth)
+            case rust.Kind.WRAPPER:
+                inner = self.value(shape.inner.type, element, offset + shape.inner.offset, source,
+                                   element_index, depth + 1)
+                return StructValue(ctype, (("value", inner),), name=shape.label) \
+                    if shape.label else inner
+            case rust.Kind.ENUM:
+                return self._enum(ctype, base, element, offset, source, element_index, depth)
+        return self._struct(ctype, base, shape, element, offset, source, element_index, depth)
+
+    def _struct(self, ctype, base: StructType, shape, element, offset, source, index, depth,
+                name: str | None = None) -> Value:
+        name = name or rust.display_name(base)
+        fields = tuple((m.name or "?", self.value(m.type, element, offset + m.offset, source,
+                                                  index, depth + 1)) for m in base.members)
+        kind = shape.kind if shape is not None else rust.layout(base).kind
+        if kind is rust.Kind.UNIT or not fields:
+            return UnitValue(ctype, name)
+        if kind in (rust.Kind.TUPLE, rust.Kind.TUPLE_STRUCT):
+            return TupleValue(ctype, None if kind is rust.Kind.TUPLE else name,
+                              tuple(v for _, v in fields))
+        return StructValue(ctype, fields, name=name)
+
+    def _enum(self, ctype, base: StructType, element, offset, source, index, depth) -> Value:
+        part = base.variant_part
+        chosen = None
+        if part.discriminant is None:
+            chosen = part.variants[0] if len(part.variants) == 1 else None
+        else:
+            where = offset + part.discriminant.offset
+            raw = values.decode_object(part.discriminant.type,
+                                       element[where:where + type_size(part.discriminant.type)])
+            number = getattr(raw, "number", None)
+            if number is None:
+                return raw
+            chosen = next((v for v in part.variants if v.discr_value == number), None) or \
+                next((v for v in part.variants if v.discr_value is None), None)
+            if chosen is None:
+                return ErrorValue(ValueStatus.UNAVAILABLE, None,
+                                  f"no variant of {base.name} has discriminant {number}", ctype)
+        member = chosen.member
+        payload_type = strip(member.type)
+        if not isinstance(payload_type, StructType):
+            return self.value(member.type, element, offset + member.offset, source, index, depth)
+        payload = self._struct(member.type, payload_type, None, element, offset + member.offset,
+                               source, index, depth + 1, name=member.name)
+        return VariantValue(ctype, member.name or "?", payload)
+
+    def _followed(self, source, pointer_offset: int, element_index: int):
+        """(status, requested length, address, bytes read) of the follow
+        whose pointer is at `pointer_offset` of that element; None when
+        none was planned."""
+        found = self.index.get((source, pointer_offset))
+        if found is None or self.capture is None:
+            return None
+        follow = self.capture.follows[found]
+        at = self.capture.follows_offset + follow.offset + element_index * follow.stride
+        status = status_of(self.data[at])
+        length, address = struct.unpack_from("<IxxxxQ", self.data, at + 4)
+        body = self.data[at + 16:at + 16 + min(length, follow.cap)]
+        return found, follow, status, length, address, body
+
+    def _sequence(self, ctype, shape, element, offset, source, index, depth) -> Value:
+        length_at = offset + shape.length_offset
+        count = int.from_bytes(element[length_at:length_at + 8], "little")
+        found = self._followed(source, offset + shape.pointer_offset, index)
+        if found is None:
+            return self._raw(ctype, element, offset)
+        follow_index, follow, status, _, address, body = found
+        if count == 0:
+            return StringValue(ctype, b"") if shape.kind is rust.Kind.TEXT else \
+                ArrayValue(ctype, ())
+        if status is not ValueStatus.OK:
+            return ErrorValue(status, address, None, ctype)
+        if shape.kind is rust.Kind.TEXT:
+            return StringValue(ctype, body[:count], count > len(body), address)
+        size = max(type_size(shape.element), 1)
+        per_rep = follow.cap // size
+        slots = list(range(min(count, len(body) // size)))
+        total = count
+        if shape.kind is rust.Kind.RING:     # `count` is the capacity: len slots from head
+            head, total = (int.from_bytes(element[offset + o:offset + o + 8], "little")
+                           for o in (shape.head_offset, shape.count_offset))
+            slots = []
+            for i in range(min(total, count)):
+                slot = (head + i) % count if count else 0
+                if slot >= len(body) // size:
+                    break                    # past what was read: the rest is cut
+                slots.append(slot)
+        items = tuple(self.value(shape.element, body[i * size:(i + 1) * size], 0, follow_index,
+                                 index * per_rep + i, depth + 1) for i in slots)
+        return ArrayValue(ctype, items, more=total - len(items))
+
+    def _pointee(self, ctype, shape, element, offset, source, index, depth) -> Value:
+        found = self._followed(source, offset + shape.pointer_offset, index)
+        if found is None:
+            return self._raw(ctype, element, offset)
+        follow_index, _, status, _, address, body = found
+        if status is not ValueStatus.OK:
+            return ErrorValue(status, address, None, ctype)
+        target = shape.element
+        if shape.value_offset:                 # RcInner / ArcInner: the value after the counts
+            base = strip(target)
+            member = next((m for m in base.members if m.offset == shape.value_offset), None)
+            if member is not None:
+                return self.value(member.type, body, member.offset, follow_index, index,
+                                  depth + 1)
+        return self.value(target, body, 0, follow_index, index, depth + 1)
+
+    def _raw(self, ctype, element, offset) -> Value:
+        """A std value whose data was not read with it (no follow planned
+        for it: beyond the element budget): its DWARF layout."""
+        size = type_size(ctype)
+        return values.decode_raw(ctype, element[offset:offset + size])
+
+
+def _bytes_only(base: ArrayType) -> bool:
+    element = strip(base.element)
+    return not isinstance(element, StructType)
