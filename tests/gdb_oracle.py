@@ -88,7 +88,9 @@ def gdb_values(binary: str, probes, count: int) -> list[tuple[str, list[str]]]:
 def gdb_form(value) -> str:
     """A gs-cgen JSON value as gdb's `print` writes it: a struct's members
     and its bases (`<Base>`) as `{<Base> = {a = 1}, b = 2}`, an empty
-    struct `{<No data fields>}`, a number as itself."""
+    struct `{<No data fields>}`, a bool `true`/`false`, a number as itself."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, dict):
         if not value:
             return "{<No data fields>}"
