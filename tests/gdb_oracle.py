@@ -83,3 +83,18 @@ def gdb_values(binary: str, probes, count: int) -> list[tuple[str, list[str]]]:
                           check=True).stdout
     return [tuple(json.loads(line.removeprefix("GS-VALUES ")))
             for line in text.splitlines() if line.startswith("GS-VALUES ")]
+
+
+def gdb_form(value) -> str:
+    """A gs-cgen JSON value as gdb's `print` writes it: a struct's members
+    and its bases (`<Base>`) as `{<Base> = {a = 1}, b = 2}`, an empty
+    struct `{<No data fields>}`, a bool `true`/`false`, a number as itself."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        if not value:
+            return "{<No data fields>}"
+        return "{" + ", ".join(f"{name} = {gdb_form(field)}" for name, field in value.items()) + "}"
+    if isinstance(value, list):
+        return "{" + ", ".join(gdb_form(element) for element in value) + "}"
+    return str(value)

@@ -4,8 +4,9 @@ building a variable's type never walks more of the CU than it needs."""
 from __future__ import annotations
 
 from gs_cgen.dwarf.raw import uleb_at
-from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType, FloatFormat,
-                                 FloatType, FunctionType, IntType, PointerType, QualifiedType,
+from gs_cgen.dwarf.types import (ArrayType, BaseClass, BoolType, ComplexType, CType, EnumType,
+                                 FloatFormat, FloatType, FunctionType, IntType, PointerType,
+                                 QualifiedType,
                                  StructMember, StructType, TypedefType, Variant, VariantPart,
                                  VectorType, VoidType, float_format, strip)
 
@@ -86,7 +87,8 @@ class TypeBuilder:
                           members_loader=lambda: self._members(die),
                           is_declaration=declaration, language=language,
                           variants_loader=lambda: self._variant_part(die),
-                          parameters_loader=lambda: self._parameters(die))
+                          parameters_loader=lambda: self._parameters(die),
+                          bases_loader=lambda: self._bases(die))
 
     def _variant_part(self, die) -> VariantPart | None:
         part = next((c for c in die.iter_children() if c.tag == "DW_TAG_variant_part"), None)
@@ -111,6 +113,17 @@ class TypeBuilder:
     def _parameters(self, die) -> tuple[tuple[str, CType], ...]:
         return tuple((_name(c) or "", self.type_of(c)) for c in die.iter_children()
                      if c.tag == "DW_TAG_template_type_param")
+
+    def _bases(self, die) -> tuple[BaseClass, ...]:
+        return tuple(self._base(child) for child in die.iter_children()
+                     if child.tag == "DW_TAG_inheritance")
+
+    def _base(self, die) -> BaseClass:
+        ctype = self.type_of(die)
+        # DW_VIRTUALITY_virtual (1); pure_virtual (2) is for functions only.
+        if _attr(die, "DW_AT_virtuality", 0):
+            return BaseClass(ctype, None, True, _vbase_offset_at(die))
+        return BaseClass(ctype, _member_offset(die))
 
     def _members(self, die) -> tuple[StructMember, ...]:
         # A Rust enum's fields are in its variant part, not members.
@@ -235,6 +248,32 @@ def _member_offset(die) -> int:
     if expr and expr[0] == 0x23:
         return uleb_at(bytes(expr), 1)[0]
     return 0
+
+
+# gcc's virtual base location (Itanium C++ ABI 2.5.2): object + *(*object - N).
+_DW_OP_DUP, _DW_OP_DEREF, _DW_OP_MINUS, _DW_OP_PLUS = 0x12, 0x06, 0x1C, 0x22
+_DW_OP_CONSTU, _DW_OP_LIT0, _DW_OP_LIT31 = 0x10, 0x30, 0x4F
+
+
+def _vbase_offset_at(die) -> int | None:
+    """Where, from the vtable address, a virtual base's offset lives: -N
+    for gcc's `dup; deref; lit N / constu N; minus; deref; plus`; None for
+    any other form (clang's, or one not seen yet)."""
+    attr = die.attributes.get("DW_AT_data_member_location")
+    if attr is None or isinstance(attr.value, int):
+        return None
+    expr = bytes(attr.value)
+    if expr[:2] != bytes([_DW_OP_DUP, _DW_OP_DEREF]) or len(expr) < 6:
+        return None
+    if _DW_OP_LIT0 <= expr[2] <= _DW_OP_LIT31:
+        distance, end = expr[2] - _DW_OP_LIT0, 3
+    elif expr[2] == _DW_OP_CONSTU:
+        distance, end = uleb_at(expr, 3)
+    else:
+        return None
+    if expr[end:] != bytes([_DW_OP_MINUS, _DW_OP_DEREF, _DW_OP_PLUS]):
+        return None
+    return -distance
 
 
 def _subrange_count(die) -> int | None:

@@ -151,12 +151,35 @@ def _no_parameters() -> tuple[tuple[str, "CType"], ...]:
     return ()
 
 
+@dataclass(frozen=True)
+class BaseClass:
+    """A C++ base class subobject (DW_TAG_inheritance), in declaration order.
+
+    A non-virtual base sits at the static byte `offset`. A virtual base's
+    place depends on the complete object, so the Itanium C++ ABI (2.5.2)
+    keeps its offset in the vtable: gcc's DW_AT_data_member_location is
+    `dup; deref; lit N; minus; deref; plus`, i.e. base = object +
+    *(vptr - N), the vptr being the object's first 8 bytes. Then `offset`
+    is None and `vbase_offset_at` is -N; it is None too when the DWARF
+    says it another way, which gs-cgen does not evaluate."""
+
+    type: "CType"
+    offset: int | None
+    virtual: bool = False
+    vbase_offset_at: int | None = None
+
+
+def _no_bases() -> tuple[BaseClass, ...]:
+    return ()
+
+
 @dataclass(frozen=True, eq=False)
 class StructType:
     """struct or union (`kind`). `members_loader` defers member types;
     `variants_loader` a Rust enum's variant part, `parameters_loader` the
     DW_TAG_template_type_param (name, type) pairs (`Vec<T>`'s T), which
-    layouts recognized by name need (gs_cgen/printers/)."""
+    layouts recognized by name need (gs_cgen/printers/); `bases_loader` the C++
+    base classes (DW_TAG_inheritance)."""
 
     kind: str                 # "struct" | "union" | "class"
     name: str | None
@@ -167,6 +190,7 @@ class StructType:
     variants_loader: Callable[[], VariantPart | None] = field(default=_no_variants, repr=False)
     parameters_loader: Callable[[], tuple[tuple[str, "CType"], ...]] = field(
         default=_no_parameters, repr=False)
+    bases_loader: Callable[[], tuple[BaseClass, ...]] = field(default=_no_bases, repr=False)
 
     @cached_property
     def members(self) -> tuple[StructMember, ...]:
@@ -185,6 +209,10 @@ class StructType:
 
     def member(self, name: str) -> StructMember | None:
         return next((m for m in self.members if m.name == name), None)
+
+    @cached_property
+    def bases(self) -> tuple[BaseClass, ...]:
+        return self.bases_loader()
 
 
 @dataclass(frozen=True)
@@ -352,7 +380,8 @@ def same_definition(a: CType, b: CType, depth: int = 4) -> bool:
             if (a.kind, a.name, a.size, a.is_declaration) != (b.kind, b.name, b.size,
                                                                b.is_declaration):
                 return False
-            return depth == 0 or _same_members(a.members, b.members, depth - 1)
+            return depth == 0 or (_same_members(a.members, b.members, depth - 1)
+                                  and _same_bases(a.bases, b.bases, depth - 1))
         case TypedefType() | QualifiedType():
             return type_name(a) == type_name(b) and same_definition(a.target, b.target, depth)
         case ArrayType() | VectorType():
@@ -364,6 +393,12 @@ def _same_members(a: tuple[StructMember, ...], b: tuple[StructMember, ...], dept
     return len(a) == len(b) and all(
         (x.name, x.offset, x.bit_size, x.bit_offset) == (y.name, y.offset, y.bit_size,
                                                           y.bit_offset)
+        and same_definition(x.type, y.type, depth) for x, y in zip(a, b))
+
+
+def _same_bases(a: tuple[BaseClass, ...], b: tuple[BaseClass, ...], depth: int) -> bool:
+    return len(a) == len(b) and all(
+        (x.offset, x.virtual, x.vbase_offset_at) == (y.offset, y.virtual, y.vbase_offset_at)
         and same_definition(x.type, y.type, depth) for x, y in zip(a, b))
 
 

@@ -17,6 +17,7 @@ from gs_cgen.plan.builtins import known_bytes_cap, plan_builtin
 from gs_cgen.plan.casts import cast_place, cast_type
 from gs_cgen.plan.locations import (SYNTHETIC_POINTER, LocationPlanner, composite_value,
                                     sub_place)
+from gs_cgen.plan.members import MemberPath, VirtualBaseStep, lookup_member
 from gs_cgen.plan.model import THREAD_POINTER_NOT_READ, ThreadPointer, module_cookie
 from gs_cgen.plan.scope import NOT_IN_SCOPE, SiteScope
 from gs_cgen.script import ast
@@ -207,8 +208,7 @@ class ExprPlanner:
             raise PlanError(f"'{self._text(expr.base)}' has type '{type_name(declared)}', "
                             f"which has no member '{expr.field}'", expr.span)
         if isinstance(base, ir.UnavailablePlace):
-            member, _ = _lookup_member(struct, expr)
-            return _unavailable(base, member.type)
+            return _unavailable(base, lookup_member(struct, expr).member.type)
         if pointer and isinstance(base, ir.SyntheticPointerPlace):
             base = base.target
         elif pointer:
@@ -481,7 +481,10 @@ class ExprPlanner:
 def _register_member(value: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:
     """A member of a small struct passed in a register (SysV passes structs
     up to 8 bytes in one): its bytes are bits of the register."""
-    member, offset = _lookup_member(struct, expr)
+    path = lookup_member(struct, expr)
+    member, offset = path.member, path.static_offset
+    if offset is None:
+        return _virtual_base_elsewhere(path)
     if not arith.is_integer(member.type) and not arith.is_pointer(member.type):
         raise UnsupportedError("not supported yet: non-integer members of a struct held in "
                                "a register", expr.span)
@@ -493,7 +496,10 @@ def _register_member(value: ir.Scalar, struct: StructType, expr: ast.Member) -> 
 
 def _part_member(base: ir.Place, struct: StructType, expr: ast.Member) -> ir.Place:
     """A member of a struct that is not in memory (pieces, constant bytes)."""
-    member, offset = _lookup_member(struct, expr)
+    path = lookup_member(struct, expr)
+    member, offset = path.member, path.static_offset
+    if offset is None:
+        return _virtual_base_elsewhere(path)
     if member.bit_size is None:
         return sub_place(base, offset, member.type)
     storage = next(size for size in (1, 2, 4, 8)
@@ -509,43 +515,51 @@ def _part_member(base: ir.Place, struct: StructType, expr: ast.Member) -> ir.Pla
 
 
 def _member_place(address: ir.Scalar, struct: StructType, expr: ast.Member) -> ir.Place:
-    member, offset = _lookup_member(struct, expr)
-    member_address = ir.BinaryOp("+", address, ir.Const(offset), False)
+    path = lookup_member(struct, expr)
+    member, offset = path.member, 0
+    for step in path.steps:
+        if not isinstance(step, VirtualBaseStep):
+            offset += step
+            continue
+        if step.vbase_offset_at is None:
+            return _virtual_base_elsewhere(path, "located by a DWARF expression gs-cgen does "
+                                           "not evaluate")
+        if offset:
+            address = ir.BinaryOp("+", address, ir.Const(offset), False)
+        address, offset = _virtual_base_address(address, step.vbase_offset_at), 0
+    address = ir.BinaryOp("+", address, ir.Const(offset), False)
     if member.bit_size is None:
-        return ir.MemoryPlace(member_address, member.type)
+        return ir.MemoryPlace(address, member.type)
     storage = (member.bit_offset + member.bit_size + 7) // 8
     storage = next(size for size in (1, 2, 4, 8) if size >= storage)
-    value = ir.BitField(ir.Load(member_address, storage, False), member.bit_offset,
+    value = ir.BitField(ir.Load(address, storage, False), member.bit_offset,
                         member.bit_size, arith.signedness(member.type))
     return ir.BitFieldPlace(value, member.type)
 
 
-def _lookup_member(struct: StructType, expr: ast.Member):
-    """(member, byte offset) of `expr.field`; PlanError naming candidates."""
-    found = _find_member(struct, expr.field, 0)
-    if found is None:
-        names = [m.name for m in struct.members if m.name]
-        raise PlanError(f"{type_name(struct)} has no member '{expr.field}'", expr.span,
-                        candidates=nearest(expr.field, names))
-    return found
+def _virtual_base_address(address: ir.Scalar, vbase_offset_at: int) -> ir.Scalar:
+    """object + *(vptr + vbase_offset_at), vptr = *object: where a virtual
+    base is in this object's complete object, as gdb reads it (gnu-v3-abi.c
+    gnuv3_baseclass_offset); a failed read fails the value."""
+    vptr = ir.Load(address, 8, False)
+    slot = ir.BinaryOp("-" if vbase_offset_at < 0 else "+", vptr,
+                       ir.Const(abs(vbase_offset_at)), False)
+    return ir.BinaryOp("+", address, ir.Load(slot, 8, True), False)
+
+
+def _virtual_base_elsewhere(path: MemberPath,
+                            why: str = "in a value not in memory") -> ir.UnavailablePlace:
+    """A member of a virtual base whose offset the probe cannot find: in a
+    value not in memory (no vtable pointer to follow), or located by a DWARF
+    form gs-cgen does not evaluate."""
+    base = next(step.base for step in path.steps if isinstance(step, VirtualBaseStep))
+    return ir.UnavailablePlace(path.member.type, f"unsupported: virtual base {base} {why}",
+                               False)
 
 
 def _unavailable(place: ir.UnavailablePlace, ctype: CType) -> ir.UnavailablePlace:
     """A part of (or pointer into) an unavailable value: just as unavailable."""
     return ir.UnavailablePlace(ctype, place.reason, place.optimized_out)
-
-
-def _find_member(struct: StructType, name: str, base: int):
-    """A named member, looking into anonymous struct/union members (C11)."""
-    for member in struct.members:
-        if member.name == name:
-            return member, base + member.offset
-        inner = strip(member.type)
-        if member.name is None and isinstance(inner, StructType):
-            found = _find_member(inner, name, base + member.offset)
-            if found:
-                return found
-    return None
 
 
 def _is_pointerish(place: ir.Place) -> bool:

@@ -109,6 +109,11 @@ def _leaves(ctype: CType, offset: int):
     """(byte offset, scalar type) of every scalar inside an aggregate."""
     base = strip(ctype)
     if isinstance(base, StructType):
+        for inherited in base.bases:
+            # A class with a virtual base is not trivially copyable: the
+            # psABI returns it in memory (VoidType classifies MEMORY).
+            yield from (_leaves(inherited.type, offset + inherited.offset)
+                        if inherited.offset is not None else [(offset, VoidType())])
         for member in base.members:
             if member.bit_size is not None:     # integer bits: an INTEGER byte
                 yield offset + member.offset + (member.bit_offset or 0) // 8, arith.CHAR

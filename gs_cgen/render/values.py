@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from enum import Enum
 
-from gs_cgen.dwarf.types import (ArrayType, BoolType, ComplexType, CType, EnumType,
+from gs_cgen.dwarf.types import (ArrayType, BaseClass, BoolType, ComplexType, CType, EnumType,
                                  FloatFormat, FloatType, IntType, PointerType, QualifiedType,
                                  StructMember, StructType, TypedefType, VectorType, strip,
-                                 type_size)
+                                 type_name, type_size)
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.render import floats
 from gs_cgen.render.decode import ValueStatus
@@ -278,14 +278,14 @@ def _scalar(ctype: CType, base: CType, data: bytes) -> Value:
 
 
 def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
-            depth: int, gaps: Gaps = ()) -> Value:
+            depth: int, gaps: Gaps = (), virtual_seen: set[str] | None = None) -> Value:
     if depth >= MAX_DEPTH:
         return UnknownValue(ctype, UnknownReason.DEPTH_LIMIT, base.size)
     if base.language == "rust" and not gaps:
         from gs_cgen.render.rust import decode_rust  # noqa: PLC0415 — it builds on this module
         return decode_rust(ctype, data, address)
-    fields: list[tuple[str, Value]] = []
-    truncated = False
+    fields, truncated = _base_fields(base, data, address, depth + 1, gaps,
+                                     set() if virtual_seen is None else virtual_seen)
     for member in base.members:
         if not _present(member, data):
             truncated = True
@@ -298,6 +298,55 @@ def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
             truncated = truncated or value.truncated
         # other unnamed members are padding bitfields: C gives them no value
     return StructValue(ctype, tuple(fields), truncated)
+
+
+def _base_fields(struct: StructType, data: bytes, address: int | None, depth: int,
+                 gaps: Gaps, virtual_seen: set[str]) -> tuple[list[tuple[str, Value]], bool]:
+    """The C++ bases of `struct`, first as gdb prints them, and whether the
+    copy ends before one. A virtual base is one subobject however many
+    classes derive from it: shown once, where it is first met (gdb's
+    cp-valprint.c dont_print_vb), so `virtual_seen` spans the object."""
+    fields: list[tuple[str, Value]] = []
+    truncated = False
+    for inherited in struct.bases:
+        name = base_field_name(inherited)
+        if inherited.virtual and name in virtual_seen:
+            continue
+        if inherited.virtual:
+            virtual_seen.add(name)
+        elif not _base_present(inherited, data):
+            truncated = True
+            continue
+        fields.append((name, _base(inherited, data, address, depth, gaps, virtual_seen)))
+    return fields, truncated
+
+
+def base_field_name(inherited: BaseClass) -> str:
+    """A base's field: `<Base>`, gdb's name for a base class subobject."""
+    return f"<{aggregate_name(inherited.type) or type_name(inherited.type)}>"
+
+
+def _base(inherited: BaseClass, data: bytes, address: int | None, depth: int,
+          gaps: Gaps, virtual_seen: set[str]) -> Value:
+    """A base class subobject, decoded like a struct member at its offset;
+    a virtual base is at an offset the vtable holds, which the probe did
+    not read, so it is an error value rather than the bytes at a guess."""
+    if inherited.offset is None:
+        return error_value(ValueStatus.UNAVAILABLE, detail=(
+            f"unsupported: virtual base {base_field_name(inherited)[1:-1]} (the vtable holds "
+            f"its offset; print its members by name)"), ctype=inherited.type)
+    size = type_size(inherited.type)
+    piece = data[inherited.offset:inherited.offset + size]
+    at = None if address is None else address + inherited.offset
+    gaps = _within(gaps, inherited.offset, size)
+    struct = strip(inherited.type)
+    if not isinstance(struct, StructType):
+        return _decode(inherited.type, piece, len(piece) < size, at, depth, gaps)
+    return _struct(inherited.type, struct, piece, at, depth, gaps, virtual_seen)
+
+
+def _base_present(inherited: BaseClass, data: bytes) -> bool:
+    return inherited.offset < len(data) or type_size(inherited.type) == 0
 
 
 def _member(member: StructMember, data: bytes, address: int | None, depth: int,

@@ -74,3 +74,19 @@ def gdb_prints(binary: str, *expressions: str) -> dict[str, str]:
     values = re.findall(r"^\$\d+ = (.*)$", text, re.M)
     assert len(values) == len(expressions), text
     return dict(zip(expressions, values))
+
+
+@pytest.fixture(scope="session")
+def cpp_bases_bins(tmp_path_factory) -> dict[str, str]:
+    """tests/fixtures/cpp_bases.cpp, `g++ -g` at -O0 and -O2 and in DWARF 4:
+    classes with base classes; the g_* globals are constant-initialised."""
+    if shutil.which("g++") is None:
+        require("g++ is not installed")
+    out = tmp_path_factory.mktemp("cpp_bases")
+    builds = {"O0": ["-g", "-O0"], "O2": ["-g", "-O2"], "O0-dwarf4": ["-gdwarf-4", "-O0"]}
+    paths = {}
+    for name, flags in builds.items():
+        paths[name] = str(out / f"cpp_bases_{name}")
+        subprocess.run(["g++", *flags, "-fPIE", "-pie", "-o", paths[name],
+                        str(FIXTURES / "cpp_bases.cpp")], check=True)
+    return paths

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gs_cgen.dwarf.types import (ArrayType, ComplexType, FloatType, PointerType,
+from gs_cgen.dwarf.types import (ArrayType, BaseClass, ComplexType, FloatType, PointerType,
                                  StructMember, StructType, VoidType)
 from gs_cgen.errors import DebugInfoError, PlanError
 from gs_cgen.plan import ir
@@ -84,6 +84,23 @@ def test_duration_is_now_minus_the_recorded_entry_time():
 ])
 def test_psabi_classes(ctype, expected):
     assert classify(ctype) is expected
+
+
+def derived(base: StructType, offset: int | None, *members, size: int) -> StructType:
+    return StructType("struct", "Derived", size,
+                      lambda: tuple(StructMember(n, t, o) for n, t, o in members),
+                      bases_loader=lambda: (BaseClass(base, offset, offset is None, -24),))
+
+
+def test_a_base_class_is_classified_with_the_members():
+    """A C++ base's bytes count (`struct D : B { long y; }` with B's double
+    in the first eightbyte is SSE, so $retval is not read from rax);
+    a class with a virtual base is returned in memory."""
+    doubles = struct("B", ("x", DOUBLE, 0), size=8)
+    assert classify(derived(doubles, 0, ("y", LONG, 8), size=16)) is ReturnClass.SSE
+    ints = struct("B", ("x", INT, 0), size=4)
+    assert classify(derived(ints, 0, ("y", INT, 4), size=8)) is ReturnClass.INTEGER
+    assert classify(derived(ints, None, ("y", INT, 8), size=16)) is ReturnClass.MEMORY
 
 
 def test_retval_places_by_class():
