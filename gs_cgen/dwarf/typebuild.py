@@ -61,7 +61,7 @@ class TypeBuilder:
             return _base_type(die)
         if tag == "DW_TAG_pointer_type":
             return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8),
-                               name=_name(die))
+                               name=_name(die) if _language(die) == "rust" else None)
         if tag in ("DW_TAG_reference_type", "DW_TAG_rvalue_reference_type"):
             return PointerType(lambda: self.type_of(die), _attr(die, "DW_AT_byte_size", 8),
                                reference=True)
