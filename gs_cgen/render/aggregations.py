@@ -165,13 +165,23 @@ def _json_entry(aggregation: AggregationPlan, entry: _Entry) -> dict:
 # ---------------------------------------------------------------- entries
 
 def _entry(aggregation: AggregationPlan, key: bytes, words: tuple[int, ...]) -> _Entry:
-    status = key[0]
-    if status:
-        reason = _error_reason(status)
+    reason = key_error(key)
+    if reason is not None:
         return _Entry((f"<error: {reason}>",), (), reason, words)
-    values = [_key_value(field, key) for field in aggregation.keys]
+    values = key_values(aggregation, key)
     return _Entry(tuple(format_value(v) for v in values),
                   tuple(value_json(v) for v in values), None, words)
+
+
+def key_error(key: bytes) -> str | None:
+    """Why a key's `by` values (or the value added) could not be read;
+    None for a key that holds them."""
+    return _error_reason(key[0]) if key[0] else None
+
+
+def key_values(aggregation: AggregationPlan, key: bytes) -> list:
+    """The `by` values of a key that holds them, as render Values."""
+    return [_key_value(field, key) for field in aggregation.keys]
 
 
 def _key_value(field, key: bytes):
