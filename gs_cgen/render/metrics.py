@@ -39,7 +39,7 @@ PROBE_FAMILIES = {
     "probe_hits": "Times the probe ran.",
     "probe_seconds": "Time the probe's BPF programs ran, from the kernel's BPF statistics.",
     "events_sent": "Events the probe sent to gs-cgen.",
-    "events_lost": "Events the probe could not send (the ring buffer was full).",
+    "events_lost": "Events the probe made that gs-cgen never got (no room to send them).",
 }
 _NS_PER_SECOND = 1e9
 
