@@ -315,3 +315,19 @@ class Scraper(threading.Thread):
     def stop(self) -> None:
         self.done.set()
         self.join(timeout=PATIENCE_S)
+
+
+def test_a_port_in_use_is_a_user_error_before_any_probe(binary):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "gs_cgen.cli", "trace", "-s", SCRIPT,
+             "--metrics", str(port), "--", str(binary)],
+            cwd=REPO, capture_output=True, text=True, timeout=PATIENCE_S)
+    assert result.returncode == 1
+    assert result.stderr == (f"error: --metrics: cannot serve on 127.0.0.1:{port}: "
+                             "Address already in use\n"
+                             "hint: choose another port, or a host address of this machine\n")
+    assert result.stdout == ""          # the command never ran: nothing was traced
