@@ -190,7 +190,8 @@ struct gs_return_key {
  * read failed has `status` (a gs_value_status) set and every value byte
  * zero: one <error> key per reason. Values: a __u64 count or sum, or a
  * gs_agg_hist (bpftrace's hist(): bucket 0 counts negative values, 1 the
- * zeros, 2 + k the values in [2^k, 2^(k+1))). An error key's value counts
+ * zeros, 2 + k the values in [2^k, 2^(k+1)); and the values' sum, mod 2^64,
+ * which a Prometheus histogram's _sum needs). An error key's value counts
  * its hits in its first word, for every kind. */
 enum gs_agg_limits {
     GS_AGG_MAX_KEYS = 4096,
@@ -206,6 +207,7 @@ struct gs_agg_key_head {
 
 struct gs_agg_hist {
     __u64 buckets[GS_AGG_HIST_BUCKETS];
+    __u64 sum;
 };
 
 /* Map names, as the generated C declares them and Python opens them. */

@@ -61,6 +61,24 @@ class TraceRequest:
     max_elements: int = 200
     stats: bool = False
     interval: float | None = None
+    metrics: tuple[str, int] | None = None
+
+
+class _MetricsAddress(click.ParamType):
+    """--metrics [HOST:]PORT, host 127.0.0.1 by default; an IPv6 host in
+    brackets ([::1]:9100). Port 0: one the kernel picks (stderr says which)."""
+
+    name = "[HOST:]PORT"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        host, _, port = value.rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not port.isdigit() or int(port) > 65535 or (":" in host and "[" not in value):
+            self.fail(f"{value!r} is not [HOST:]PORT (e.g. 9100, 0.0.0.0:9100, [::1]:9100)",
+                      param, ctx)
+        return host or "127.0.0.1", int(port)
 
 
 @cli.command(context_settings={"ignore_unknown_options": False})
@@ -89,6 +107,9 @@ class TraceRequest:
                    "average ns per hit, events sent and lost.")
 @click.option("--interval", type=click.FloatRange(min=0, min_open=True),
               help="Print aggregations (and --stats) every SECONDS, not only at exit.")
+@click.option("--metrics", type=_MetricsAddress(),
+              help="Serve the aggregations and per-probe statistics to Prometheus at "
+                   "http://HOST:PORT/metrics while tracing (HOST default 127.0.0.1).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def trace(script_text, script_file, **options) -> None:
     """Attach a trace script to a process, a binary, or a command to launch."""
@@ -136,7 +157,8 @@ def _run_trace(script: _ScriptSource, request: TraceRequest) -> int:
         options = TraceOptions(style, request.max_events, request.duration, request.dry_run,
                                pid=process.pid if process else None,
                                stop_when_gone=None if launched else request.pid,
-                               stats=request.stats, interval=request.interval)
+                               stats=request.stats, interval=request.interval,
+                               metrics=request.metrics)
         return run_trace(compiled, options, _diagnostic, launched)
     finally:
         if launched is not None and not launched.released:
@@ -183,8 +205,10 @@ def _compile(script: _ScriptSource, request: TraceRequest, launched):
                           backtrace_stack=request.backtrace_stack,
                           max_elements=request.max_elements,
                           thread_pointer=thread_pointer(), pending_returns=pending_returns(),
-                          # --stats times each probe by its own program's run time.
-                          shared_programs=not request.stats and not links_refusal())
+                          # --stats and --metrics time each probe by its own
+                          # program's run time.
+                          shared_programs=not request.stats and request.metrics is None
+                          and not links_refusal())
     modules = _module_set(process, request.target_path, launched)
     compiled = compile_script(script.text, modules, options)
     _plan_notes(compiled.plan)

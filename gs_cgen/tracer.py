@@ -34,6 +34,7 @@ class TraceOptions:
     stop_when_gone: int | None   # end when this PID exits (-p)
     stats: bool = False          # --stats: per-probe cost on stderr
     interval: float | None = None   # --interval: aggregations/stats every SECONDS
+    metrics: tuple[str, int] | None = None   # --metrics HOST:PORT
 
 
 class _StopFlag:
@@ -47,11 +48,17 @@ class _StopFlag:
 def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[str], None],
               launched: LaunchedCommand | None = None) -> int:
     """Load, attach, collect until a stop condition; detach on every path."""
+    if options.metrics is not None:
+        from gs_cgen.render.metrics import check_metric_names  # noqa: PLC0415 - --metrics only
+        check_metric_names(compiled.plan.aggregations)
     require_privileges()
     stop = _StopFlag()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     session = TraceSession(compiled.plan, compiled.c_text, compiled.functions)
-    reports = Reports(session, options.output, options.stats, options.interval)
+    # Probe seconds need the kernel's BPF run-time statistics, as --stats.
+    reports = Reports(session, options.output, options.stats, options.interval,
+                      run_times=options.stats or options.metrics is not None)
+    metrics = None
     try:
         session.load(watch_exec=not options.dry_run)
         if session.read_mode.note:
@@ -67,6 +74,8 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
         if stop.raised:
             return 0
         reports.start()
+        if options.metrics is not None:
+            metrics = _serve_metrics(session, options.metrics, diagnostics)
         session.open_events()        # before attaching: a first event has somewhere to go
         session.attach(options.pid)
         diagnostics(f"tracing {len(compiled.plan.probes)} probe(s); Ctrl-C to stop")
@@ -84,10 +93,19 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
             diagnostics(f"trace ended; command {launched.exit_description()}")
         return status
     finally:
+        if metrics is not None:
+            metrics.stop()           # no scrape reads the maps once they are closed
         reports.close()
         session.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _serve_metrics(session, address: tuple[str, int], diagnostics):
+    from gs_cgen.runtime.metrics import MetricsServer  # noqa: PLC0415 - --metrics only
+    server = MetricsServer(session, *address, notes=diagnostics)
+    diagnostics(f"serving metrics at {server.start()}")
+    return server
 
 
 def _start(launched: LaunchedCommand, keeper: OffsetKeeper, resolver: FrameResolver) -> None:

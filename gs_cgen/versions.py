@@ -7,7 +7,8 @@ from importlib import metadata
 
 from gs_cgen.runtime.session import bcc_version
 
-DEPENDENCIES = ("pyelftools", "pycparser", "click", "lark", "rich", "capstone", "pytest")
+DEPENDENCIES = ("pyelftools", "pycparser", "click", "lark", "rich", "capstone", "prometheus-client",
+                "pytest")
 
 
 def _installed(name: str) -> str:

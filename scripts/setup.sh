@@ -58,7 +58,7 @@ want="$(sha256sum pyproject.toml "$constraints" | sha256sum | cut -c1-16)"
 # A new dependency set gets a new venv: installing over an old one leaves
 # the old releases' metadata behind (pip reports them, --version too).
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv"/bin/python -c 'import bcc' >/dev/null 2>&1 || \
-        ! "$venv"/bin/python -c 'import gs_cgen.cli, lark, elftools, click, rich, pycparser, capstone, pytest' >/dev/null 2>&1; then
+        ! "$venv"/bin/python -c 'import gs_cgen.cli, lark, elftools, click, rich, pycparser, capstone, prometheus_client, pytest' >/dev/null 2>&1; then
     rm -rf "$venv"
     /usr/bin/python3 -m venv --system-site-packages "$venv"
     # --ignore-installed: a system-site copy of a dependency must not stand

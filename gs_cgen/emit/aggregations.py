@@ -79,7 +79,7 @@ def _aggregation(aggregation: AggregationPlan) -> str:
 
 def _map_declaration(aggregation: AggregationPlan, name: str, key: str) -> str:
     """Counts and sums are preallocated (8 bytes a CPU a key: an insert
-    allocates nothing in the probe). A histogram's 528-byte value times
+    allocates nothing in the probe). A histogram's 536-byte value times
     GS_AGG_MAX_KEYS times the CPUs would be megabytes up front (138 MB on 64
     CPUs), so its map allocates a key's values when the key first appears;
     its inserts fail with -E2BIG past GS_AGG_MAX_KEYS all the same."""
@@ -123,6 +123,7 @@ def _update_body(w: CWriter, aggregation: AggregationPlan) -> None:
             w.line(f"__u32 bucket = gs_hist_bucket(value, {signed});")
             w.line("if (bucket < GS_AGG_HIST_BUCKETS)")
             w.line("    __sync_fetch_and_add(&slot->buckets[bucket], 1);")
+            w.line("__sync_fetch_and_add(&slot->sum, value);")
 
 
 def emit_aggregate(w: CWriter, step: AggregateStep) -> None:

@@ -10,6 +10,8 @@ they update one map.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import field
 
 from gs_cgen.abi import abi
@@ -23,6 +25,7 @@ from gs_cgen.script import ast
 
 _SCALAR_SIZE = 8
 _KEY_TYPES = "integers, enums, bools, pointers and C strings"
+_NOT_LABEL_CHARACTERS = re.compile(r"[^A-Za-z0-9_]+")
 
 
 @dataclass
@@ -56,8 +59,10 @@ def plan_aggregate(stmt: ast.Aggregate, exprs, table: AggregationTable, text: st
                    where: str) -> AggregateStep:
     """One aggregation statement at one probe site."""
     keys, values, offset = [], [], abi().structs["gs_agg_key_head"].size
-    for key_expr, key_text in zip(stmt.keys, stmt.key_texts):
+    labels = stmt.key_labels or (None,) * len(stmt.keys)
+    for key_expr, key_text, label in zip(stmt.keys, stmt.key_texts, labels):
         key, scalar = _key(key_expr, key_text, exprs, offset)
+        key = dataclasses.replace(key, label=label or default_label(key_text))
         keys.append(key)
         values.append(scalar)
         offset += key.size
@@ -72,7 +77,29 @@ def plan_aggregate(stmt: ast.Aggregate, exprs, table: AggregationTable, text: st
     shape = AggregationPlan(0, stmt.name, stmt.kind.value, tuple(keys), offset, value_type,
                             signed, stmt.span)
     declared = table.declare(shape, where)
+    _check_labels(declared, stmt, labels, where)
     return AggregateStep(declared, tuple(values), value, stmt.span.slice(text))
+
+
+def default_label(text: str) -> str:
+    """A `by` expression's text as a Prometheus label name: `$pid` → pid,
+    `req->path` → req_path, `a.b` → a_b, `arr[2]` → arr_2 (a label is
+    [a-zA-Z_][a-zA-Z0-9_]*, and `__` starts only Prometheus' own)."""
+    label = _NOT_LABEL_CHARACTERS.sub("_", text).strip("_")
+    if not label or label[0].isdigit():
+        label = f"key_{label}"
+    return label
+
+
+def _check_labels(declared: AggregationPlan, stmt: ast.Aggregate, labels, where: str) -> None:
+    """Probes naming one aggregation share one map and one metric, whose
+    labels are named by its first statement: a later `as LABEL` that names
+    a key otherwise is an error, not a label silently dropped."""
+    for key, label in zip(declared.keys, labels):
+        if label is not None and label != key.label:
+            raise PlanError(f"'@{stmt.name}' labels this key '{key.label}' where it is first "
+                            f"used, '{label}' here ({where})", stmt.span,
+                            hints=(f"write 'as {key.label}', or give this one another name",))
 
 
 def _key(expr: ast.Expr, text: str, exprs, offset: int) -> tuple[AggregationKey, ir.Scalar]:
@@ -107,8 +134,7 @@ def _integer_value(stmt: ast.Aggregate, exprs, text: str):
 
 
 def _with_index(shape: AggregationPlan, index: int) -> AggregationPlan:
-    return AggregationPlan(index, shape.name, shape.kind, shape.keys, shape.key_size,
-                           shape.value_type, shape.value_signed, shape.span)
+    return dataclasses.replace(shape, index=index)
 
 
 def _signature(plan: AggregationPlan) -> tuple:

@@ -457,7 +457,8 @@ class AggregationKeyKind(Enum):
 @dataclass(frozen=True)
 class AggregationKey:
     """One `by` value of an aggregation's key, at byte `offset` of the key
-    (after its gs_agg_key_head), `size` bytes; `ctype` renders it."""
+    (after its gs_agg_key_head), `size` bytes; `ctype` renders it. `label`
+    names it in --metrics: its `as LABEL`, else its text made a label name."""
 
     text: str
     kind: AggregationKeyKind
@@ -465,6 +466,7 @@ class AggregationKey:
     type_text: str
     offset: int
     size: int
+    label: str = ""
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def _plain_entry(aggregation: AggregationPlan, entry: _Entry) -> list[str]:
         hits = entry.words[0]
         return [f"{name}: {hits}" if aggregation.kind == "count" else f"{name}: {hits} hits"]
     if aggregation.kind == "hist":
-        return [f"{name}: ", *hist_rows(entry.words), ""]
+        return [f"{name}: ", *hist_rows(hist_buckets(entry.words)), ""]
     return [f"{name}: {_scalar(aggregation, entry.words[0])}"]
 
 
@@ -100,6 +100,17 @@ def hist_rows(buckets: tuple[int, ...]) -> list[str]:
         bar = "@" * (count * _BAR_WIDTH // top) if top else ""
         rows.append(f"{bucket_label(index):<16}{count:>8} |{bar:<{_BAR_WIDTH}}|")
     return rows
+
+
+def hist_buckets(words: tuple[int, ...]) -> tuple[int, ...]:
+    """A gs_agg_hist's bucket counts (its words before the sum)."""
+    return words[:abi().constants["GS_AGG_HIST_BUCKETS"]]
+
+
+def hist_sum(aggregation: AggregationPlan, words: tuple[int, ...]) -> int:
+    """The sum of a histogram's values (signed when they are)."""
+    word = words[abi().constants["GS_AGG_HIST_BUCKETS"]]
+    return word - (1 << 64) if aggregation.value_signed and word >> 63 else word
 
 
 def bucket_label(index: int) -> str:
@@ -145,7 +156,7 @@ def _json_entry(aggregation: AggregationPlan, entry: _Entry) -> dict:
         return {"key": None, "error": entry.error, "hits": entry.words[0], "value": value}
     if aggregation.kind == "hist":
         value = [{"bucket": bucket_label(i), "count": count}
-                 for i, count in enumerate(entry.words) if count]
+                 for i, count in enumerate(hist_buckets(entry.words)) if count]
     else:
         value = _scalar(aggregation, entry.words[0])
     return {"key": list(entry.key_json), "value": value}
@@ -154,13 +165,23 @@ def _json_entry(aggregation: AggregationPlan, entry: _Entry) -> dict:
 # ---------------------------------------------------------------- entries
 
 def _entry(aggregation: AggregationPlan, key: bytes, words: tuple[int, ...]) -> _Entry:
-    status = key[0]
-    if status:
-        reason = _error_reason(status)
+    reason = key_error(key)
+    if reason is not None:
         return _Entry((f"<error: {reason}>",), (), reason, words)
-    values = [_key_value(field, key) for field in aggregation.keys]
+    values = key_values(aggregation, key)
     return _Entry(tuple(format_value(v) for v in values),
                   tuple(value_json(v) for v in values), None, words)
+
+
+def key_error(key: bytes) -> str | None:
+    """Why a key's `by` values (or the value added) could not be read;
+    None for a key that holds them."""
+    return _error_reason(key[0]) if key[0] else None
+
+
+def key_values(aggregation: AggregationPlan, key: bytes) -> list:
+    """The `by` values of a key that holds them, as render Values."""
+    return [_key_value(field, key) for field in aggregation.keys]
 
 
 def _key_value(field, key: bytes):
@@ -183,7 +204,7 @@ def _sorted(aggregation: AggregationPlan, entries: list[_Entry]) -> list[_Entry]
     <error> keys last."""
     def weight(entry: _Entry) -> int:
         if entry.error is not None or aggregation.kind != "sum":
-            return sum(entry.words) if aggregation.kind == "hist" and entry.error is None \
-                else entry.words[0]
+            return sum(hist_buckets(entry.words)) \
+                if aggregation.kind == "hist" and entry.error is None else entry.words[0]
         return _scalar(aggregation, entry.words[0])
     return sorted(entries, key=lambda e: (e.error is not None, weight(e), e.key_texts))

@@ -17,8 +17,11 @@ class Reports:
     time only from then on), `close()` at the end."""
 
     def __init__(self, session, style: str, stats: bool, interval: float | None,
-                 out=None, err=None) -> None:
+                 out=None, err=None, run_times: bool = False) -> None:
+        """`run_times`: keep the kernel's BPF run-time statistics on
+        (--stats and --metrics report them)."""
         self.session, self.style, self.stats, self.interval = session, style, stats, interval
+        self.run_times = run_times or stats
         self.out, self.err = out or sys.stdout, err or sys.stderr
         self.stats_fd: int | None = None
         self.next_due = None if interval is None else time.monotonic() + interval
@@ -28,7 +31,7 @@ class Reports:
         return self.stats or bool(self.session.plan.aggregations)
 
     def start(self) -> None:
-        if self.stats:
+        if self.run_times:
             self.stats_fd = enable_run_time_stats()
 
     def tick(self, now: float) -> None:

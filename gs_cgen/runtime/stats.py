@@ -3,7 +3,7 @@
 The kernel counts, per BPF program, how often it ran and the ns it spent
 (struct bpf_prog_info run_cnt / run_time_ns) only while someone holds a
 BPF_ENABLE_STATS(BPF_STATS_RUN_TIME) fd: the session opens one before it
-attaches and closes it at the end. Under --stats each probe has its own
+attaches and closes it at the end. Under --stats (and --metrics) each probe has its own
 program (no shared programs: cli.py), so a program's numbers are its probe's. Events sent and lost
 come from the probes' own per-probe, per-CPU counters (GS_MAP_COUNTS).
 
@@ -49,7 +49,7 @@ def enable_run_time_stats() -> int:
     to turn them off again, unless someone else holds one too)."""
     fd, err = bpf(BPF_ENABLE_STATS, EnableStatsAttr(BPF_STATS_RUN_TIME))
     if fd < 0:
-        raise RuntimeTraceError(f"--stats: the kernel refused BPF_ENABLE_STATS: "
+        raise RuntimeTraceError(f"--stats/--metrics: the kernel refused BPF_ENABLE_STATS: "
                                 f"{os.strerror(err)}",
                                 hints=("it needs Linux 5.8+ and CAP_SYS_ADMIN",))
     return fd
@@ -67,7 +67,7 @@ def program_run_time(prog_fd: int) -> ProgramRunTime:
     attr = InfoByFdAttr(prog_fd, _PROG_INFO_SIZE, ctypes.addressof(info))
     result, err = bpf(BPF_OBJ_GET_INFO_BY_FD, attr)
     if result < 0:
-        raise RuntimeTraceError(f"--stats: cannot read BPF program {prog_fd}'s statistics: "
+        raise RuntimeTraceError(f"--stats/--metrics: cannot read BPF program {prog_fd}'s statistics: "
                                 f"{os.strerror(err)}")
     raw = info.raw
     return ProgramRunTime(int.from_bytes(raw[PROG_INFO_RUN_CNT:PROG_INFO_RUN_CNT + 8], "little"),

@@ -282,7 +282,8 @@ class AggregationKind(Enum):
 class Aggregate:
     """`count NAME [by k, ...];`, `sum NAME = v [by ...];`, `hist NAME = v
     [by ...];`. `value` is None for count; `key_texts` are the `by`
-    expressions as written."""
+    expressions as written, `key_labels` their `as LABEL` names (None
+    where none is given; --metrics names those after the text)."""
 
     kind: AggregationKind
     name: str
@@ -291,6 +292,7 @@ class Aggregate:
     key_texts: tuple[str, ...]
     span: SourceSpan
     name_span: SourceSpan
+    key_labels: tuple[str | None, ...] = ()
 
 
 Stmt = PrintFormat | PrintExpr | Let | If | Backtrace | Aggregate

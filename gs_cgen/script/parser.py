@@ -269,11 +269,18 @@ class _ToAst(Transformer):
     def by_clause(self, meta, keys):
         return tuple(keys)
 
+    def by_key(self, meta, children):
+        """A `by` value and its `as LABEL` name (None without one)."""
+        expr, label = children
+        return expr, None if label is None else str(label)
+
     def _aggregate(self, meta, kind, name, value, keys):
         keys = keys or ()
-        return ast.Aggregate(kind, str(name), value, keys,
-                             tuple(self._source(key.span) for key in keys),
-                             _meta_span(meta), _token_span(name))
+        exprs = tuple(expr for expr, _ in keys)
+        return ast.Aggregate(kind, str(name), value, exprs,
+                             tuple(self._source(expr.span) for expr in exprs),
+                             _meta_span(meta), _token_span(name),
+                             tuple(label for _, label in keys))
 
     def assign_stmt(self, meta, children):
         # GhostScope's wording (docs/scripting.md, "Scoping & Shadowing").

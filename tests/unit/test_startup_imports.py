@@ -1,5 +1,6 @@
 """`gs-cgen info` and `--emit-c` import only what they use: no BCC, no
-capstone, no pycparser (when the ABI cache answers), no plan IR, no lark
+capstone, no pycparser (when the ABI cache answers), no prometheus_client
+(--metrics only), no plan IR, no lark
 (a plain pattern needs no parser, script/plain_pattern.py) and no hashlib
 (it loads OpenSSL; gs_cgen/digest.py) for info.
 Each import costs start-up time on every run (issue #10)."""
@@ -17,7 +18,8 @@ import pytest
 from tests.prerequisites import require
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "inlined.c"
-_WATCHED = ("bcc", "capstone", "pycparser", "gs_cgen.plan.ir", "ctypes", "lark", "hashlib")
+_WATCHED = ("bcc", "capstone", "pycparser", "gs_cgen.plan.ir", "ctypes", "lark", "hashlib",
+            "prometheus_client")
 
 _RUN = """
 import contextlib, io, json, sys
@@ -59,4 +61,4 @@ def test_info_imports_no_bcc_capstone_pycparser_ir_lark_or_hashlib(binary):
 def test_emit_c_imports_no_bcc_or_capstone(binary):
     out, modules = _imported("trace", "-t", binary, "-s", "trace scale { print k; }", "--emit-c")
     assert "SEC(" in out or "int " in out
-    assert not {"bcc", "capstone", "pycparser"} & set(modules)
+    assert not {"bcc", "capstone", "pycparser", "prometheus_client"} & set(modules)

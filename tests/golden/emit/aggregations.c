@@ -305,6 +305,7 @@ static __always_inline void gs_agg_update2(struct gs_agg_key2 *key, __u64 value)
     __u32 bucket = gs_hist_bucket(value, 1);
     if (bucket < GS_AGG_HIST_BUCKETS)
         __sync_fetch_and_add(&slot->buckets[bucket], 1);
+    __sync_fetch_and_add(&slot->sum, value);
 }
 
 /* @big: count by g_name */

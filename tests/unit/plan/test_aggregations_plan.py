@@ -50,3 +50,28 @@ def test_plan_errors(script, message):
     with pytest.raises(GsError) as error:
         plan(f"trace handle {{ {script} }}")
     assert message in error.value.message
+
+
+def test_labels_are_the_as_names_or_the_key_texts_made_label_names():
+    result = plan("trace handle { count c by req->path as path, fd, $pid, g_color + 1; }")
+    assert [k.label for k in result.aggregations[0].keys] == ["path", "fd", "pid", "g_color_1"]
+
+
+@pytest.mark.parametrize("text, label", [
+    ("$pid", "pid"), ("req->path", "req_path"), ("a.b", "a_b"), ("arr[2]", "arr_2"),
+    ("*p", "p"), ('cast(x, "int")', "cast_x_int"), ("__x", "x"), ("1 + n", "key_1_n"),
+])
+def test_default_labels(text, label):
+    from gs_cgen.plan.aggregations import default_label
+    assert default_label(text) == label
+
+
+def test_a_later_as_naming_a_key_otherwise_is_an_error():
+    with pytest.raises(PlanError) as error:
+        plan("trace handle { count c by fd; } trace server.c:42 { count c by fd as file; }")
+    assert error.value.message.startswith(
+        "'@c' labels this key 'fd' where it is first used, 'file' here")
+    # The same name, or none, is the first statement's label.
+    result = plan("trace handle { count c by fd as file; } "
+                  "trace server.c:42 { count c by fd; count c by fd as file; }")
+    assert [k.label for k in result.aggregations[0].keys] == ["file"]

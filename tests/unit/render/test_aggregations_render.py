@@ -46,7 +46,7 @@ def key_bytes(*fields: bytes, status: int = 0) -> bytes:
 
 
 def test_histogram_equals_bpftraces():
-    buckets = [0] * 66
+    buckets = [0] * 66 + [0]      # 66 buckets, then the sum
     for index in (0, 1, 4, 4, 12):        # -3, 0, 5, 5, 1500
         buckets[index] += 1
     snapshot = AggregationSnapshot(aggregation("hist"), ((key_bytes(), tuple(buckets)),))

@@ -41,3 +41,16 @@ def test_malformed_aggregations_are_syntax_errors(text, message):
     with pytest.raises(ScriptError) as error:
         statements(text)
     assert message in error.value.message
+
+
+def test_by_keys_take_an_as_label_and_as_stays_a_name():
+    (total, let, printed) = statements(
+        "sum bytes = n by req->method as method, $pid; let as = 1; print as;")
+    assert total.key_texts == ("req->method", "$pid")
+    assert total.key_labels == ("method", None)
+    assert let.name == "as" and printed.text == "as"
+
+
+def test_as_needs_a_label_name():
+    with pytest.raises(ScriptError):
+        statements("count c by fd as 3;")
