@@ -211,13 +211,13 @@ class ConditionCapture:
     condition: Scalar
 
 
-class BacktraceShow(Enum):
-    """What a `bt` line shows of each frame (script/ast.py BacktraceMode)."""
+@dataclass(frozen=True)
+class BacktraceShow:
+    """What a `bt` shows of each frame (script/ast.py Backtrace's modes)."""
 
-    FRAMES = "default"          # functions, inlined calls as their own frames
-    RAW = "raw"                 # addresses only
-    NOINLINE = "noinline"       # machine frames only
-    FULL = "full"               # frames and their parameters
+    raw: bool = False           # addresses instead of functions and lines
+    inlined: bool = True        # inlined calls as their own frames
+    parameters: bool = False    # each frame's parameters (`full`)
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ class BacktraceCapture:
 
     max_frames: int
     stack_bytes: int
-    show: BacktraceShow = BacktraceShow.FRAMES
+    show: BacktraceShow = BacktraceShow()
     frame_die: int | None = None
     # The probe's own module and address (an entry probe's): its frames are
     # named even when the process has exited before its maps were read,
