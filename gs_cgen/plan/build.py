@@ -28,7 +28,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 SlotRef, Step, StringCapture, THREAD_POINTER_NOT_READ,
                                 ThreadPointer, ValueSlot, VariableArrayCapture, module_cookie)
 from gs_cgen.plan.modules import ModuleSet
-from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
+from gs_cgen.plan.scope import SiteScope, site_scopes
 from gs_cgen.plan.sites import place_probe, resolve_sites
 from gs_cgen.plan import variables as variable_lists
 from gs_cgen.script import ast
@@ -66,7 +66,7 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
             continue
         _refuse_return_specials(block)
         sites = resolve_sites(block, modules, first_probe_id=len(probes))
-        scopes = block_scopes([site_variables(module, site) for module, site in sites])
+        scopes = site_scopes(sites)
         for (module, site), scope in zip(sites, scopes):
             probe = plan_probe(block, site, module, modules, scope, script.text, options,
                                aggregations)
