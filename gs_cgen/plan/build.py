@@ -79,6 +79,19 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
                 aggregations.all(), options.shared_programs)
 
 
+def _optimized_out_operands(condition) -> tuple[str, ...]:
+    """The operands of a condition that are optimized out at this PC, left
+    to right (a `let` contributes its own operands)."""
+    found: dict[str, None] = {}
+    pending = [condition]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ir.Fail) and node.status == "GS_STATUS_OPTIMIZED_OUT" and node.operand:
+            found.setdefault(node.operand)
+        pending.extend(reversed(ir.scalar_children(node)))
+    return tuple(found)
+
+
 def _refuse_return_specials(block: ast.TraceBlock) -> None:
     from gs_cgen.plan.retprobe import refuse_return_specials  # noqa: PLC0415
     refuse_return_specials(block)
@@ -208,7 +221,8 @@ class _ProbeBuilder:
         slot = self._add_slot(ConditionCapture(condition), 0, stmt.condition_text,
                               stmt.condition.span)
         bit = len(self.lines)
-        self.lines.append(ExprErrorLine(stmt.condition_text, slot, bit))
+        self.lines.append(ExprErrorLine(stmt.condition_text, slot, bit,
+                                        _optimized_out_operands(condition)))
         then = self._block(stmt.then_body)
         chain = len(stmt.else_body) == 1 and isinstance(stmt.else_body[0], ast.If)
         otherwise = self._block(stmt.else_body)

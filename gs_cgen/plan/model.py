@@ -361,11 +361,14 @@ class ExprLine:
 
 @dataclass(frozen=True)
 class ExprErrorLine:
-    """`ExprError: <expr> (<reason> at 0xADDR)` when a condition failed."""
+    """`ExprError: <expr> (<reason> at 0xADDR)` when a condition failed;
+    `optimized_out`: the operands of the condition that are optimized out
+    at this PC (known at plan time), named in the reason."""
 
     text: str
     slot: int
     bit: int
+    optimized_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
