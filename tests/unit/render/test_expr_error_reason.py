@@ -23,7 +23,8 @@ def test_the_operands_of_a_condition_left_to_right_once_each():
     b = ir.Fail("GS_STATUS_OPTIMIZED_OUT", "no location-list entry covers this PC", "b")
     a = ir.Fail("GS_STATUS_OPTIMIZED_OUT", "no location-list entry covers this PC", "a")
     zero = ir.Fail("GS_STATUS_DIV_BY_ZERO", "division by zero")
-    denom = ir.BinaryOp("-", ir.BinaryOp("-", b, a), ir.Const(5))
-    condition = ir.Logical("||", ir.BinaryOp("==", denom, ir.Const(0)),
-                           ir.BinaryOp("/", a, ir.BinaryOp("+", denom, zero)))
+    def op(name, left, right):
+        return ir.BinaryOp(name, left, right, True)
+    denom = op("-", op("-", b, a), ir.Const(5))
+    condition = ir.Logical("||", op("==", denom, ir.Const(0)), op("/", a, op("+", denom, zero)))
     assert _optimized_out_operands(condition) == ("b", "a")
