@@ -271,7 +271,7 @@ def _module_set(process, target_path, launched=None, globals_elsewhere: bool = T
         closure = _target_libraries(target_path) if process is None and globals_elsewhere else ()
     default = proc.target_file(target_path, process) if target_path else files[0]
     return ModuleSet.over(default, files, closure, restrict_to_default=bool(target_path),
-                          ifunc_reader=reader)
+                          ifunc_reader=reader, default_named=target_path)
 
 
 @cli.command()

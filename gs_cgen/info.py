@@ -27,7 +27,7 @@ def describe(modules: ModuleSet, kind: str, what: str) -> str:
     """`kind` is function, line or address; `what` its argument."""
     sites = _sites(modules, kind, what)
     frames = [site_frame(module, site) for module, site in sites]
-    scopes = block_scopes([frame.variables for frame in frames])
+    scopes = block_scopes(frames)
     by_name = kind == "function"
     return "\n\n".join(_describe_site(module, site, by_name, frame, scope)
                        for (module, site), frame, scope in zip(sites, frames, scopes))
@@ -45,7 +45,7 @@ def describe_data(modules: ModuleSet, kind: str, what: str) -> dict:
     from gs_cgen.render.info_json import site_json  # noqa: PLC0415
     sites = _sites(modules, kind, what)
     frames = [site_frame(module, site) for module, site in sites]
-    scopes = block_scopes([frame.variables for frame in frames])
+    scopes = block_scopes(frames)
     return {"kind": kind, "pattern": what,
             "sites": [site_json(module, site, frame, scope)
                       for (module, site), frame, scope in zip(sites, frames, scopes)]}
@@ -99,8 +99,8 @@ def _frame_notes(frame: FrameScope) -> list[str]:
     """The frames gdb would not show here, by name (dwarf/scopes.py)."""
     notes = []
     if frame.inlined_into:
-        notes.append(f"  inlined into {' < '.join(frame.inlined_into)}: the variables of "
-                     f"{frame.inlined_into[0]} are not in scope here (as in gdb)")
+        notes.append(f"  inlined into {' < '.join(frame.inlined_into)}: a name not listed "
+                     f"here is {frame.inlined_into[0]}'s at this PC (gdb's 'up')")
     for name in frame.hidden:
         notes.append(f"  inlined {name} begins here too: its variables are in scope at "
                      f"'trace {name}', not here (as with gdb's 'break')")

@@ -6,7 +6,9 @@ in the frame gdb selected, the probe's expressions as one JSON line:
 
 Runs inside gdb (`gdb -batch -x tests/gdb_values.py PROGRAM`); the probes
 come as JSON in GS_GDB_PROBES ([[spec, [expr, ...]], ...]), the count in
-GS_GDB_COUNT. An optimized-out value is "<optimized out>".
+GS_GDB_COUNT. An optimized-out value is "<optimized out>". With GS_GDB_UP=1,
+a name the selected frame lacks ("No symbol") is printed after `up`, in the
+frames it is inlined into, innermost out (dwarf/scopes.py FrameScope.outer).
 """
 import json
 import os
@@ -22,6 +24,21 @@ def _value(expression):
         return f"<error: {exc}>"
 
 
+def _value_up(expression):
+    """_value, in the selected frame, else `up` through the frames it is
+    inlined into."""
+    selected = frame = gdb.selected_frame()
+    try:
+        while True:
+            text = _value(expression)
+            if "No symbol" not in text or frame.type() != gdb.INLINE_FRAME:
+                return text
+            frame = frame.older()
+            frame.select()
+    finally:
+        selected.select()
+
+
 def main():
     gdb.execute("set pagination off")
     gdb.execute("set confirm off")
@@ -34,7 +51,8 @@ def main():
         hit = [b.number for b in gdb.breakpoints() if b.number in by_number and
                any(loc.address == gdb.selected_frame().pc() for loc in b.locations)]
         spec, expressions = by_number[hit[0]]
-        print("GS-VALUES " + json.dumps([spec, [_value(e) for e in expressions]]), flush=True)
+        value = _value_up if os.environ.get("GS_GDB_UP") == "1" else _value
+        print("GS-VALUES " + json.dumps([spec, [value(e) for e in expressions]]), flush=True)
         gdb.execute("continue", to_string=True)
     gdb.execute("kill", to_string=True)
 

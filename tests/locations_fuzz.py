@@ -93,7 +93,7 @@ def fuzz(path: str, per_shape: int = 2, scope_every: int = 256) -> Summary:
             if number % scope_every == 0:
                 # The whole scope walk too (frames, shadowing), on a
                 # deterministic subset: it costs ~0.1 s per PC in libpython.
-                block_scopes([module.variables_at(pc)])
+                block_scopes([module.frame_at(pc)])
                 summary.scopes_walked += 1
             outcome = _push(module, modules, block, die_offset, pc)
         except DebugInfoError as exc:          # typed: e.g. no function index covers the PC

@@ -389,15 +389,18 @@ class FrameScope:
     `function`: the selected frame's function; `inlined`: it is an inlined
     instance. `variables`: its parameters and locals in scope at the PC,
     innermost block first. `inlined_into`: the functions the selected frame
-    is inlined in, innermost first (their variables are not in scope, as
-    in gdb). `hidden`: inlined calls that begin at this PC inside the
-    selected frame, which gdb does not show (innermost first)."""
+    is inlined in, innermost first; `outer`: their variables at the PC, in
+    that order, each frame's innermost block first (what gdb shows after
+    `up`: a name the selected frame lacks is looked up there, see
+    dwarf/scopes.py). `hidden`: inlined calls that begin at this PC inside
+    the selected frame, which gdb does not show (innermost first)."""
 
     function: str | None
     inlined: bool
     variables: tuple[VisibleVariable, ...]
     inlined_into: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
+    outer: tuple[VisibleVariable, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -600,7 +600,8 @@ class ModuleDebugInfo:
         hit = self._function_hit(pc)
         die = self._dwarf.die_at(hit[1].die_offset)
         frame = frame_scope(self._scope_context, die, pc, frame_die)
-        return dataclasses.replace(frame, variables=tuple(self._resolved(hit, pc, frame.variables)))
+        return dataclasses.replace(frame, variables=tuple(self._resolved(hit, pc, frame.variables)),
+                                   outer=tuple(self._resolved(hit, pc, frame.outer)))
 
     def frame_variables_at(self, pc: int, frame_die: int) -> list[VisibleVariable]:
         """The variables of the frame whose DIE (function or inlined

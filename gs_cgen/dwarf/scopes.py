@@ -17,11 +17,15 @@ own children refers to (gdb inherit_abstract_dies; DWARF 5 section
 gdb lists those as <optimized out>.
 
 Frames: each DW_TAG_inlined_subroutine starts a frame of its own (gdb's
-`bt` shows it as one). A name resolves in the selected frame only,
-innermost block first: gdb's lookup_local_symbol stops at an inlined
+`bt` shows it as one). A name resolves in the selected frame first,
+innermost block first; gdb's lookup_local_symbol stops at an inlined
 function's block, so in a frame inlined into `bump`, `print before` (a
-local of bump) is "No symbol in current context", and gs-cgen does not see
-it either.
+local of bump) is "No symbol in current context" until `up` selects bump's
+frame, at the same PC. gs-cgen then looks in the frames the selected one is
+inlined into, innermost out (FrameScope.outer), and reads `before` as gdb
+prints it after `up` (an entry value, `<optimized out>`): GhostScope's
+scripts name the caller's variables there. `$args` / `$locals` stay the
+selected frame's (`info args` / `info locals`).
 
 The frame gdb selects when it stops at a breakpoint (gdb/inline-frame.c
 skip_inline_frames, stopped_by_user_bp_inline_frame): walking out from the
@@ -87,17 +91,27 @@ def frame_scope(ctx: ScopeContext, function_die, pc: int, frame_die: int | None 
         k = next((i for i, f in enumerate(frames) if f[0].offset == frame_die), k)
     frame_base = _FrameBase(ctx, function_die, pc)
     head = frames[k][0]
+    outer = [v for frame in reversed(frames[:k])
+             for v in _frame_variables(ctx, frame, pc, frame_base)]
+    return FrameScope(function=die_name(head), inlined=k > 0,
+                      variables=tuple(_frame_variables(ctx, frames[k], pc, frame_base)),
+                      inlined_into=tuple(die_name(f[0]) or "?" for f in reversed(frames[:k])),
+                      hidden=tuple(die_name(f[0]) or "?" for f in reversed(frames[k + 1:])),
+                      outer=tuple(outer))
+
+
+def _frame_variables(ctx: ScopeContext, frame: list, pc: int,
+                     frame_base: "_FrameBase") -> list[VisibleVariable]:
+    """The variables of one frame's blocks at `pc`, innermost block first."""
     variables = []
-    for scope in reversed(frames[k]):
+    for scope in reversed(frame):
         dies = block_variables(ctx.index, scope)
-        label = _scope_label(ctx, scope, head, dies)
+        label = _scope_label(ctx, scope, frame[0], dies)
         for die in dies:
             variable = _variable(ctx, die, pc, frame_base, label)
             if variable is not None:
                 variables.append(variable)
-    return FrameScope(function=die_name(head), inlined=k > 0, variables=tuple(variables),
-                      inlined_into=tuple(die_name(f[0]) or "?" for f in reversed(frames[:k])),
-                      hidden=tuple(die_name(f[0]) or "?" for f in reversed(frames[k + 1:])))
+    return variables
 
 
 def variable_at(ctx: ScopeContext, function_die, die, pc: int) -> VisibleVariable | None:

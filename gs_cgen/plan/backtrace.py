@@ -19,10 +19,6 @@ DEFAULT_BACKTRACE_DEPTH = 64        # CONTRACT.md --backtrace-depth
 MAX_BACKTRACE_DEPTH = 128
 DEFAULT_BACKTRACE_STACK = 16 * 1024
 
-_SHOW = {ast.BacktraceMode.DEFAULT: BacktraceShow.FRAMES, ast.BacktraceMode.RAW: BacktraceShow.RAW,
-         ast.BacktraceMode.NOINLINE: BacktraceShow.NOINLINE,
-         ast.BacktraceMode.FULL: BacktraceShow.FULL}
-
 
 def backtrace_capture(stmt: ast.Backtrace, options, site: ProbeSite,
                       root: str = "") -> BacktraceCapture:
@@ -33,7 +29,7 @@ def backtrace_capture(stmt: ast.Backtrace, options, site: ProbeSite,
     window = max(chunk, options.backtrace_stack // chunk * chunk)
     # At a return, ip is in the caller: the probe's address says nothing.
     own = None if site.at_return else ModuleFile(site.module_path, site.attach_path, root=root)
-    return BacktraceCapture(options.backtrace_depth, window, _SHOW[stmt.mode], site.frame_die,
+    return BacktraceCapture(options.backtrace_depth, window, BacktraceShow(stmt.raw, stmt.inlined, stmt.full), site.frame_die,
                             own, site.address, options.pending_returns)
 
 

@@ -30,7 +30,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
 from gs_cgen.plan.follows import plan_follows
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.printers.rust import pointer_layout
-from gs_cgen.plan.scope import SiteScope, block_scopes, site_variables
+from gs_cgen.plan.scope import SiteScope, site_scopes
 from gs_cgen.plan.sites import place_probe, resolve_sites
 from gs_cgen.plan import variables as variable_lists
 from gs_cgen.script import ast
@@ -69,7 +69,7 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
             continue
         _refuse_return_specials(block)
         sites = resolve_sites(block, modules, first_probe_id=len(probes))
-        scopes = block_scopes([site_variables(module, site) for module, site in sites])
+        scopes = site_scopes(sites)
         for (module, site), scope in zip(sites, scopes):
             probe = plan_probe(block, site, module, modules, scope, script.text, options,
                                aggregations)
@@ -80,6 +80,19 @@ def build_plan(script: ast.Script, modules: ModuleSet, options: PlanOptions) -> 
                 options.watch_exec,
                 options.thread_pointer.fsbase_offset if tls_cookies else None,
                 aggregations.all(), options.shared_programs)
+
+
+def _optimized_out_operands(condition) -> tuple[str, ...]:
+    """The operands of a condition that are optimized out at this PC, left
+    to right (a `let` contributes its own operands)."""
+    found: dict[str, None] = {}
+    pending = [condition]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ir.Fail) and node.status == "GS_STATUS_OPTIMIZED_OUT" and node.operand:
+            found.setdefault(node.operand)
+        pending.extend(reversed(ir.scalar_children(node)))
+    return tuple(found)
 
 
 def _refuse_return_specials(block: ast.TraceBlock) -> None:
@@ -211,7 +224,8 @@ class _ProbeBuilder:
         slot = self._add_slot(ConditionCapture(condition), 0, stmt.condition_text,
                               stmt.condition.span)
         bit = len(self.lines)
-        self.lines.append(ExprErrorLine(stmt.condition_text, slot, bit))
+        self.lines.append(ExprErrorLine(stmt.condition_text, slot, bit,
+                                        _optimized_out_operands(condition)))
         then = self._block(stmt.then_body)
         chain = len(stmt.else_body) == 1 and isinstance(stmt.else_body[0], ast.If)
         otherwise = self._block(stmt.else_body)

@@ -426,7 +426,7 @@ class ExprPlanner:
                 return v, arith.operand_type(v, t)
             case ir.UnavailablePlace(ctype=t, reason=reason, optimized_out=gone):
                 status = "GS_STATUS_OPTIMIZED_OUT" if gone else "GS_STATUS_UNAVAILABLE"
-                return ir.Fail(status, reason), t or arith.LONG
+                return ir.Fail(status, reason, self._text(expr)), t or arith.LONG
             case ir.StringPlace():
                 raise PlanError("a string literal can only be compared or passed to a builtin",
                                 expr.span)
@@ -435,7 +435,8 @@ class ExprPlanner:
             case ir.CompositePlace(ctype=t) if type_size(t) <= 8 and arith.is_scalar(t):
                 assembled = composite_value(place)
                 if assembled is None:
-                    return ir.Fail("GS_STATUS_OPTIMIZED_OUT", "partly optimized out"), t
+                    return ir.Fail("GS_STATUS_OPTIMIZED_OUT", "partly optimized out",
+                                   self._text(expr)), t
                 return arith.narrow(assembled, t), t
         if isinstance(place, (ir.CompositePlace, ir.KnownBytesPlace)):
             raise PlanError(f"'{self._text(expr)}' of type '{type_name(place.ctype)}' is not a "

@@ -292,6 +292,7 @@ class Fail:
 
     status: str               # a GS_STATUS_* name from gs_abi.h
     reason: str
+    operand: str = ""         # the source text of the value, for a condition's ExprError
 
 
 @dataclass(frozen=True)

@@ -258,13 +258,13 @@ class ConditionCapture:
     condition: Scalar
 
 
-class BacktraceShow(Enum):
-    """What a `bt` line shows of each frame (script/ast.py BacktraceMode)."""
+@dataclass(frozen=True)
+class BacktraceShow:
+    """What a `bt` shows of each frame (script/ast.py Backtrace's modes)."""
 
-    FRAMES = "default"          # functions, inlined calls as their own frames
-    RAW = "raw"                 # addresses only
-    NOINLINE = "noinline"       # machine frames only
-    FULL = "full"               # frames and their parameters
+    raw: bool = False           # addresses instead of functions and lines
+    inlined: bool = True        # inlined calls as their own frames
+    parameters: bool = False    # each frame's parameters (`full`)
 
 
 @dataclass(frozen=True)
@@ -298,7 +298,7 @@ class BacktraceCapture:
 
     max_frames: int
     stack_bytes: int
-    show: BacktraceShow = BacktraceShow.FRAMES
+    show: BacktraceShow = BacktraceShow()
     frame_die: int | None = None
     # The probe's own module and address (an entry probe's): its frames are
     # named even when the process has exited before its maps were read,
@@ -409,11 +409,14 @@ class ExprLine:
 
 @dataclass(frozen=True)
 class ExprErrorLine:
-    """`ExprError: <expr> (<reason> at 0xADDR)` when a condition failed."""
+    """`ExprError: <expr> (<reason> at 0xADDR)` when a condition failed;
+    `optimized_out`: the operands of the condition that are optimized out
+    at this PC (known at plan time), named in the reason."""
 
     text: str
     slot: int
     bit: int
+    optimized_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,11 @@ IfuncReader = Callable[[IfuncLookup], "IfuncChoice | None"]
 _SEARCHED_SHOWN = 12
 
 
+def _names(path: str, suffix: str) -> bool:
+    return path == suffix or path.endswith("/" + suffix) or \
+        os.path.basename(path).startswith(suffix)
+
+
 @dataclass
 class ModuleSet:
     default_path: str
@@ -36,20 +41,26 @@ class ModuleSet:
     restrict_to_default: bool = False      # -t named the module: look nowhere else
     ifunc_reader: IfuncReader | None = None
     files: dict[str, ModuleFile] = field(default_factory=dict)   # by display path
+    # Names the user gave a module by (-t through a symlink) -> its path
+    links: dict[str, str] = field(default_factory=dict)
     _opened: dict[str, object] = field(default_factory=dict)
 
     @classmethod
     def over(cls, default: ModuleFile, others: Iterable[ModuleFile] = (),
              extra_paths: Iterable[str] = (), restrict_to_default: bool = False,
-             ifunc_reader: IfuncReader | None = None) -> "ModuleSet":
+             ifunc_reader: IfuncReader | None = None,
+             default_named: str | None = None) -> "ModuleSet":
         """A set over a process's module files (runtime/target.py made
         them), after `extra_paths`: files of our own view that it will load
-        (a held command's library closure)."""
+        (a held command's library closure). `default_named`: the path the
+        user named the default module by (-t), a link to it maybe."""
         files = {default.display_path: default}
         for file in others:
             files.setdefault(file.display_path, file)
         paths = tuple(dict.fromkeys([*extra_paths, *files]))
-        return cls(default.display_path, paths, restrict_to_default, ifunc_reader, files)
+        links = {default_named: default.display_path} \
+            if default_named and default_named != default.display_path else {}
+        return cls(default.display_path, paths, restrict_to_default, ifunc_reader, files, links)
 
     @classmethod
     def of(cls, default, *others, restrict_to_default: bool = False,
@@ -101,10 +112,12 @@ class ModuleSet:
                 yield module
 
     def by_suffix(self, suffix: str):
-        """`libfoo.so:0x…`: the module whose path is or ends with `suffix`."""
+        """`libfoo.so:0x…`: the module whose path is or ends with `suffix`;
+        a module the user named through a link (-t LINK) by the link's name
+        too: it is the file the link names."""
         paths = [self.default_path, *self.other_paths]
-        matches = sorted({p for p in paths if p == suffix or p.endswith("/" + suffix)
-                          or os.path.basename(p).startswith(suffix)})
+        names = [(p, p) for p in paths] + list(self.links.items())
+        matches = sorted({path for name, path in names if _names(name, suffix)})
         if len(matches) == 1:
             return self.open(matches[0])
         if not matches:

@@ -38,7 +38,7 @@ from gs_cgen.plan.model import (EntryCapture, MemoryCapture, NoCapture, PrintSte
                                 ProbeSite, ScalarCapture)
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.retval import return_value_place
-from gs_cgen.plan.scope import block_scopes, site_variables
+from gs_cgen.plan.scope import site_scopes
 from gs_cgen.plan.sites import place_probe, resolve_sites
 from gs_cgen.script import ast
 
@@ -64,7 +64,7 @@ def plan_return_block(block: ast.TraceBlock, modules: ModuleSet, text: str,
                                     "a line after the call in a caller sees the result",))
     sites = [(module, dataclasses.replace(site, probe_id=first_probe_id + i))
              for i, (module, site) in enumerate(sites)]
-    scopes = block_scopes([site_variables(module, site) for module, site in sites])
+    scopes = site_scopes(sites)
     probes = []
     for (module, site), scope in zip(sites, scopes):
         recorder = EntryRecorder(block, site, module, modules, scope, text, options)

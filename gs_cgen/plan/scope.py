@@ -3,7 +3,8 @@
 A pattern may resolve to several sites (inlined copies, clones, a line in
 several functions), and a variable may be in scope at some of them only:
 each site sees the frame gdb would stop in there (dwarf/scopes.py), and
-an inlined copy's frame is not its caller's.
+an inlined copy's frame is not its caller's, but a name that frame lacks
+is the caller's at the same PC (gdb's `up`; FrameScope.outer).
 The names are resolved across all sites of a block first; the per-site
 planner then reads a name where it is in scope and renders it
 `<OPTIMIZED_OUT>` ("not in scope at this site") where it is not. Only a
@@ -40,32 +41,34 @@ class SiteScope:
         return [*self.visible, *self.elsewhere]
 
 
-def site_variables(module, site) -> list[VisibleVariable]:
-    """The DWARF variables visible at `site`, in the frame gdb would stop
-    in there (the probed function's, for a function pattern: dwarf/scopes.py);
-    none where DWARF describes no scopes at all (hand-written assembly:
-    site.no_variables says so)."""
-    return list(site_frame(module, site).variables)
-
-
 def site_frame(module, site) -> FrameScope:
-    """site_variables, with the frame they belong to (for `gs-cgen info`)."""
+    """The frame gdb would stop in at `site` (the probed function's, for a
+    function pattern: dwarf/scopes.py) with its variables; none where DWARF
+    describes no scopes at all (hand-written assembly: site.no_variables
+    says so)."""
     if site.no_variables:
         return FrameScope(site.function, False, ())
     return module.frame_at(site.address, site.frame_die)
 
 
-def block_scopes(per_site: Sequence[Sequence[VisibleVariable]]) -> list[SiteScope]:
-    """One SiteScope per site, from each site's visible variables
-    (innermost scope first, as ModuleDebugInfo.variables_at lists them)."""
-    visible = [_innermost(variables) for variables in per_site]
+def site_scopes(sites) -> list[SiteScope]:
+    """One SiteScope per (module, site) of a block (block_scopes)."""
+    return block_scopes([site_frame(module, site) for module, site in sites])
+
+
+def block_scopes(frames: Sequence[FrameScope]) -> list[SiteScope]:
+    """One SiteScope per site, from the frame gdb selects at each: its
+    variables (innermost scope first, as ModuleDebugInfo.variables_at
+    lists them), then for names it lacks those of the frames it is inlined
+    into."""
+    visible = [_innermost([*frame.variables, *frame.outer]) for frame in frames]
     union: dict[str, VisibleVariable] = {}
     for names in visible:
         for name, variable in names.items():
             union.setdefault(name, variable)
-    return [SiteScope(names, {n: v for n, v in union.items() if n not in names}, len(per_site),
-                      tuple(variables))
-            for names, variables in zip(visible, per_site)]
+    return [SiteScope(names, {n: v for n, v in union.items() if n not in names}, len(frames),
+                      tuple(frame.variables))
+            for names, frame in zip(visible, frames)]
 
 
 def _innermost(variables: Sequence[VisibleVariable]) -> dict[str, VisibleVariable]:

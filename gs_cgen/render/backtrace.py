@@ -6,7 +6,9 @@ innermost first:
       #1 step at /src/bt.c:9 [bt+0x1160] (inlined)
       #2 <signal handler called> [libc.so.6+0x3c050]
 
-`bt raw` prints each machine frame's address only."""
+`bt raw` prints each frame's address instead (an inlined frame, shown with
+`bt raw inline`, has its machine frame's, marked `(inlined)`); `full` adds
+a line of each frame's parameters, with any other mode word."""
 from __future__ import annotations
 
 from gs_cgen.plan.model import BacktraceShow
@@ -17,17 +19,20 @@ OPTIMIZED_OUT = "<OPTIMIZED_OUT>"
 
 
 def backtrace_lines(backtrace, show: BacktraceShow) -> list[str]:
-    """`backtrace`: gs_cgen/unwind/backtrace.py Backtrace."""
+    """`backtrace`: gs_cgen/unwind/backtrace.py Backtrace, unwound with
+    `show.inlined` (runtime/symbolize.py) and so holding the frames shown."""
     frames = backtrace.frames
-    if show is BacktraceShow.RAW:
-        frames = [f for f in frames if not f.inlined]
     lines = [f"backtrace: {backtrace.status}, {len(frames)} frames"]
     for index, frame in enumerate(frames):
-        text = f"0x{frame.address:x}" if show is BacktraceShow.RAW else frame_text(frame)
+        text = _raw_text(frame) if show.raw else frame_text(frame)
         lines.append(f"  #{index} {text}")
-        if show is BacktraceShow.FULL and frame.parameters:
+        if show.parameters and frame.parameters:
             lines.append("      " + ", ".join(_parameter(p) for p in frame.parameters))
     return lines
+
+
+def _raw_text(frame) -> str:
+    return f"0x{frame.address:x}" + (" (inlined)" if frame.inlined else "")
 
 
 def _parameter(parameter) -> str:

@@ -82,8 +82,8 @@ def _line(line, event: Event) -> str:
             return f"{text} = {format_value(event.values[slot])}"
         case FormatLine(pieces=pieces):
             return "".join(_piece(piece, event) for piece in pieces)
-        case ExprErrorLine(text=text, slot=slot):
-            return f"ExprError: {text} ({expr_error_reason(event.values[slot])})"
+        case ExprErrorLine(text=text, slot=slot, optimized_out=names):
+            return f"ExprError: {text} ({expr_error_reason(event.values[slot], names)})"
     raise TypeError(line)
 
 
@@ -103,10 +103,15 @@ def _piece(piece, event: Event) -> str:
     raise TypeError(piece)
 
 
-def expr_error_reason(value) -> str:
-    """`read error at 0x10`: why a condition could not be evaluated."""
+def expr_error_reason(value, optimized_out: tuple[str, ...] = ()) -> str:
+    """`read error at 0x10`: why a condition could not be evaluated;
+    `optimized_out`: its operands the plan knew to be (ExprErrorLine)."""
     if value.status is ValueStatus.LENGTH_OVER_LIMIT:
         return length_over_limit_text(value.address or 0)
+    if value.status is ValueStatus.OPTIMIZED_OUT:
+        # No memory was involved: name what is gone rather than an address.
+        return (f"{', '.join(optimized_out)} optimized out at this PC" if optimized_out
+                else "optimized out")
     reason = _REASONS.get(value.status) or value.detail or value.status.value
     if value.status in _ARITHMETIC:
         return reason                   # no memory was involved: no address to name

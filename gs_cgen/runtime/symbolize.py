@@ -18,7 +18,6 @@ from gs_cgen.dwarf import open_module
 from gs_cgen.errors import GsError
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import ModuleFile
-from gs_cgen.plan.model import BacktraceShow
 from gs_cgen.runtime.target import Mapping, ProcessTarget, module_file, open_process
 from gs_cgen.unwind import StackCopy
 from gs_cgen.unwind.parameters import with_parameters
@@ -74,9 +73,9 @@ class FrameResolver:
         the modules `pid` has mapped now (gs_cgen/unwind)."""
         self._fresh_maps(pid)
         capture = value.capture
-        inlined = capture.show in (BacktraceShow.FRAMES, BacktraceShow.FULL)
+        inlined = capture.show.inlined
         stack = StackCopy(value.stack_base, value.stack).with_returns(value.pending_returns)
-        full = capture.show is BacktraceShow.FULL
+        full = capture.show.parameters
         found = build_backtrace(value.registers, stack,
                                 lambda address: self._module_at(pid, address) or
                                 self._probe_module_at(capture, value.registers, address),

@@ -257,19 +257,39 @@ class If:
 
 
 class BacktraceMode(Enum):
-    """`bt` (inlined frames too), `bt raw` (addresses only), `bt noinline`,
-    `bt full` (with each frame's parameters)."""
+    """A word of `bt WORD...`: `raw` (addresses instead of functions and
+    lines), `full` (each frame's parameters), `inline` / `noinline` (inlined
+    calls as their own frames, or machine frames only)."""
 
-    DEFAULT = "default"
     RAW = "raw"
-    NOINLINE = "noinline"
     FULL = "full"
+    INLINE = "inline"
+    NOINLINE = "noinline"
 
 
 @dataclass(frozen=True)
 class Backtrace:
+    """`bt` / `backtrace` with its mode words, any combination of `raw`,
+    `full` and one of `inline` / `noinline`."""
+
     span: SourceSpan
-    mode: BacktraceMode = BacktraceMode.DEFAULT
+    modes: frozenset[BacktraceMode] = frozenset()
+
+    @property
+    def raw(self) -> bool:
+        return BacktraceMode.RAW in self.modes
+
+    @property
+    def full(self) -> bool:
+        return BacktraceMode.FULL in self.modes
+
+    @property
+    def inlined(self) -> bool:
+        """Inlined calls shown as frames: by default, except with `raw`
+        (one address per machine frame) unless `inline` asks for them."""
+        if BacktraceMode.INLINE in self.modes:
+            return True
+        return not self.raw and BacktraceMode.NOINLINE not in self.modes
 
 
 class AggregationKind(Enum):

@@ -189,6 +189,28 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
+_CONTRADICTING = {ast.BacktraceMode.INLINE: ast.BacktraceMode.NOINLINE,
+                  ast.BacktraceMode.NOINLINE: ast.BacktraceMode.INLINE}
+
+
+def _backtrace_modes(words: list[Token]) -> frozenset[ast.BacktraceMode]:
+    """`bt`'s mode words; a repeated or contradicted one is an error, not
+    a silent last-one-wins."""
+    modes: dict[ast.BacktraceMode, Token] = {}
+    for word in words:
+        mode = ast.BacktraceMode(str(word))
+        if mode in modes:
+            raise ScriptError(f"'{word}' is given twice in this bt", _token_span(word))
+        other = _CONTRADICTING.get(mode)
+        if other in modes:
+            raise ScriptError(f"'{word}' contradicts '{other.value}' in this bt",
+                              _token_span(word),
+                              hints=("write one of 'inline' (inlined calls as their own "
+                                     "frames) or 'noinline' (machine frames only)",))
+        modes[mode] = word
+    return frozenset(modes)
+
+
 @v_args(meta=True)
 class _ToAst(Transformer):
     """Parse tree -> AST. One instance per parse: it keeps the text so that
@@ -250,9 +272,7 @@ class _ToAst(Transformer):
         return (body,) if isinstance(body, ast.If) else body
 
     def bt_stmt(self, meta, children):
-        mode = children[0] if children and children[0] is not None else None
-        return ast.Backtrace(_meta_span(meta),
-                             ast.BacktraceMode(str(mode)) if mode else ast.BacktraceMode.DEFAULT)
+        return ast.Backtrace(_meta_span(meta), _backtrace_modes(children))
 
     def count_stmt(self, meta, children):
         name, keys = children
@@ -494,6 +514,7 @@ _REGEX_TERMINALS = {
     "PATTERN": "a trace pattern (FUNCTION, FILE:LINE, 0xADDR or "
                "MODULE:0xADDR)",
     "QUALIFIED_NAME": "a name",
+    "BT_MODE": "a bt mode (raw, full, inline, noinline)",
 }
 _STATEMENT_STARTS = {"print", "let", "if", "bt", "backtrace", "count", "sum", "hist"}
 _OPERAND_STARTS = {"NAME", "QUALIFIED_NAME", "INT", "STRING", "SPECIAL", "true", "false",

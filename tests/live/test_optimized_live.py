@@ -3,9 +3,10 @@ from the caller's call-site description (gdb: `a=a@entry=N`)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 from tests.gdb_oracle import gdb_values
-from tests.live.conftest import FIXTURES, compile_fixture, gs_cgen
+from tests.live.conftest import FIXTURES, compile_fixture, gs_cgen, require
 
 
 def test_entry_value_from_the_call_site(build_dir, start_target):
@@ -100,3 +101,25 @@ def test_float_arguments_from_constant_call_sites(build_dir, start_target):
         assert d == (gdb_d if kind == "entry" else simd_d), (text, gdb_d)
         seen.add((kind, k))
     assert {("entry", "3"), ("entry", "7"), ("after", "3"), ("after", "7")} <= seen, result.stdout
+
+
+def test_a_condition_on_parameters_gdb_has_as_optimized_out(build_dir):
+    """GhostScope's `let denom = b - a - 0x5; if denom == 0 || a / denom > 0`
+    on -O3 code: at the inlined copy's breakpoint gdb prints a and b as
+    `<optimized out>`, so the condition cannot be decided and is an
+    ExprError naming them (before: `(optimized out at 0x0)`, an address no
+    read was made at); printed, each is <OPTIMIZED_OUT>, as gdb's."""
+    require(None if shutil.which("gdb") else "gdb is not installed")
+    binary = compile_fixture(build_dir, "o3_guarded_division.c", "-g -O3 -no-pie")
+    script = ("trace combine { let denom = b - a - 0x5; print a; print b; "
+              'if denom == 0 || a / denom > 0 { print "OR_OK"; } '
+              'if denom != 0 && a / denom > 0 { print "AND_BAD"; } }')
+    result = gs_cgen("trace", "--max-events", "3", "--output", "plain", "-s", script,
+                     "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    oracle = gdb_values(binary, [("combine", ("a", "b"))], 3)      # gdb's two locations
+    assert [values for _, values in oracle] == [["<optimized out>"] * 2] * 3
+    assert result.stdout.splitlines() == [
+        "a = <OPTIMIZED_OUT>", "b = <OPTIMIZED_OUT>",
+        "ExprError: denom == 0 || a / denom > 0 (b, a optimized out at this PC)",
+        "ExprError: denom != 0 && a / denom > 0 (b, a optimized out at this PC)"] * 3

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from gs_cgen.dwarf import open_module
 from tests.live.conftest import FIXTURES, gs_cgen, gs_cgen_popen, marker_line, our_uprobes
 from tests.live.test_lifecycle_errors import INT3, probe_runtime_address, text_byte
 
@@ -155,6 +156,21 @@ def test_target_through_a_symlink_is_the_file_it_names(shlib, start_target, tmp_
     alias = tmp_path / "libgsdemo_alias.so"
     alias.symlink_to(lib)
     script = 'trace compute { print "{} {} {}", x, y, lib_data; }'
+    for mode in (("-p", str(target.pid)), ()):
+        assert run_lines("-t", str(alias), *mode, "-s", script) == ["6 7 1234"] * 2
+
+
+def test_a_module_address_by_the_links_name(shlib, start_target, tmp_path):
+    """-t ALIAS [-p PID] and `libgsdemo_alias.so:0xADDR`: the link names
+    libgsdemo.so, so does the pattern (it said 'no loaded module matches
+    'libgsdemo_alias.so''; GhostScope's globals_target_execution test)."""
+    lib, app = shlib
+    target = start_target(app)
+    alias = tmp_path / "libgsdemo_alias.so"
+    alias.symlink_to(lib)
+    (compute,) = open_module(str(lib)).find_functions("compute")
+    script = (f"trace libgsdemo_alias.so:0x{compute.probe_address:x} "
+              '{ print "{} {} {}", x, y, lib_data; }')
     for mode in (("-p", str(target.pid)), ()):
         assert run_lines("-t", str(alias), *mode, "-s", script) == ["6 7 1234"] * 2
 

@@ -5,7 +5,7 @@ import pytest
 
 from gs_cgen.dwarf.model import FunctionSite, GlobalVariable, IfuncSymbol
 from gs_cgen.errors import DebugInfoError, PlanError
-from gs_cgen.plan.model import IfuncChoice, IfuncLookup
+from gs_cgen.plan.model import IfuncChoice, IfuncLookup, ModuleFile
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.sites import resolve_sites
 from gs_cgen.script.parser import parse
@@ -86,6 +86,21 @@ def test_module_suffix_for_address_patterns():
     with pytest.raises(DebugInfoError) as info:
         twice.by_suffix("liby.so")
     assert info.value.candidates == ("app", "libx.so.1")     # each name once
+
+
+def test_a_module_named_through_a_link_by_the_links_name():
+    """-t /tmp/libx_alias.so -> /usr/lib/libx.so.1: `libx_alias.so:0x…`
+    is that module (GhostScope's test_t_p_mode_module_address_accepts_
+    target_symlink_name: 'no loaded module matches')."""
+    lib = module("/usr/lib/libx.so.1", ["work"])
+    modules = ModuleSet.over(ModuleFile("/usr/lib/libx.so.1", "/usr/lib/libx.so.1"),
+                             [ModuleFile("/app", "/app")], restrict_to_default=True,
+                             default_named="/tmp/libx_alias.so")
+    modules._opened["/usr/lib/libx.so.1"] = lib
+    for name in ("libx_alias.so", "/tmp/libx_alias.so", "libx.so"):
+        assert modules.by_suffix(name) is lib
+    with pytest.raises(DebugInfoError, match="no loaded module matches 'liby.so'"):
+        modules.by_suffix("liby.so")
 
 
 # ------------------------------------------------------------- GNU IFUNCs

@@ -13,7 +13,7 @@ import pytest
 from tests.prerequisites import require
 
 from gs_cgen.dwarf import open_module
-from gs_cgen.dwarf.model import (AtRegisterOffset, FunctionSite, GlobalVariable, InRegister, VariableKind,
+from gs_cgen.dwarf.model import (AtRegisterOffset, FrameScope, FunctionSite, GlobalVariable, InRegister, VariableKind,
                                  VisibleVariable)
 from gs_cgen.errors import PlanError
 from gs_cgen.info import describe
@@ -82,8 +82,20 @@ def test_a_name_at_no_site_is_an_error_with_candidates_from_every_site():
 def test_block_scopes_keep_the_innermost_variable_of_a_name():
     inner = VisibleVariable("x", INT, InRegister(1), VariableKind.LOCAL)
     outer = VisibleVariable("x", LONG, InRegister(2), VariableKind.PARAMETER)
-    (scope,) = block_scopes([[inner, outer]])
+    (scope,) = block_scopes([FrameScope("f", False, (inner, outer))])
     assert scope.visible == {"x": inner} and not scope.elsewhere
+
+
+def test_a_name_the_inlined_frame_lacks_is_its_callers():
+    """gdb's `up`: the frame the probe's inlined copy is inlined into, at
+    the same PC; the inlined frame's own names win, `$locals` stays its."""
+    own = VisibleVariable("x", INT, InRegister(1), VariableKind.PARAMETER)
+    shadowed = VisibleVariable("x", LONG, InRegister(2), VariableKind.LOCAL)
+    seed = VisibleVariable("seed", INT, InRegister(3), VariableKind.PARAMETER)
+    frame = FrameScope("inlined", True, (own,), inlined_into=("wrapper",),
+                       outer=(shadowed, seed))
+    (scope,) = block_scopes([frame])
+    assert scope.visible == {"x": own, "seed": seed} and scope.variables == (own,)
 
 
 # ------------------------------------------------------ glibc's __mmap64
@@ -143,4 +155,5 @@ def test_mmap64_info_lists_each_frame_once(libc):
     names = re.findall(r"^  parameter .* (\w+)  @", second, re.M)
     assert sorted(names) == sorted(set(names)) == sorted(["addr", "len", "prot", "flags", "fd",
                                                           "offset"])
-    assert "inlined into __mmap64: the variables of __mmap64 are not in scope here" in second
+    assert "inlined into __mmap64: a name not listed here is __mmap64's at this PC (gdb's 'up')" \
+        in second
