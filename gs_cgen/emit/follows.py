@@ -57,9 +57,10 @@ def _read(w: CWriter, element: str, follow: FollowRead) -> None:
     if follow.length_offset is None:
         w.line(f"__s64 gs_n = {follow.fixed};")
     else:
-        w.line(f"__s64 gs_n = (__s64)(*(__u64 *)(ev + {element} + {follow.length_offset}) "
-               f"* {follow.scale});")
+        count = f"*(__u64 *)(ev + {element} + {follow.length_offset})"
+        w.line(f"__s64 gs_n = (__s64)(({count} + {follow.length_add}) * {follow.scale});")
         # a garbage count must not wrap to a small positive request
-        w.line(f"if (*(__u64 *)(ev + {element} + {follow.length_offset}) > 0x7fffffff) "
-               "gs_n = 0x7fffffff;")
+        w.line(f"if ({count} > 0x7fffffff) gs_n = 0x7fffffff;")
+    if follow.backwards:
+        w.line(f"gs_p -= gs_n > {follow.cap} ? {follow.cap} : (gs_n < 0 ? 0 : gs_n);")
     w.line(f"gs_read_dump(ev, gs_h, gs_h + 16, {follow.cap}, gs_p, gs_n);")

@@ -312,7 +312,8 @@ class _ProbeBuilder:
         root = (root_size + 7) & ~7
         last = follows[-1]
         return DeepCapture(address, ctype, root_size, follows,
-                           root + last.offset + last.reps * last.stride, from_value)
+                           root + last.offset + last.reps * last.stride, from_value,
+                           self.options.max_elements)
 
     def _variable_array(self, place: ir.Place, ctype, expr: ast.Expr) -> tuple[Capture, int]:
         """A VLA: its length computed at run time, never `[]` (a plausible

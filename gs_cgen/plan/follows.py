@@ -21,10 +21,11 @@ _MAX_DEPTH = 6              # nested types walked for pointers
 _MAX_REPS = 2048            # probe-time repetitions of one follow (verifier budget)
 
 
-def follow_key(source: int | None, offset: int) -> tuple[int | None, int]:
-    """How the renderer finds a follow: its source and the pointer's
-    offset in the source element."""
-    return source, offset
+def follow_key(follow: FollowRead) -> tuple[int | None, int, bool]:
+    """How the renderer finds a follow: its source, the pointer's offset
+    in the source element, and its direction (a hash table reads its
+    control bytes and its buckets through the same pointer)."""
+    return follow.source, follow.pointer_offset, follow.backwards
 
 
 def plan_follows(ctype, max_elements: int, budget: int) -> tuple[FollowRead, ...]:
@@ -61,6 +62,8 @@ class _Planner:
                 self._sequence(shape, source, offset, reps, depth)
             case rust.Kind.POINTEE:
                 self._pointee(shape, source, offset, reps, depth)
+            case rust.Kind.MAP | rust.Kind.SET:
+                self._table(shape, source, offset, reps, depth)
             case rust.Kind.WRAPPER:
                 self.walk(shape.inner.type, source, offset + shape.inner.offset, reps, depth + 1)
             case rust.Kind.ENUM:
@@ -85,6 +88,22 @@ class _Planner:
             # from this one, repeated for each of its elements.
             self.walk(shape.element, index, 0, reps * count, depth + 1)
 
+    def _table(self, shape: rust.Layout, source, offset: int, reps: int, depth: int) -> None:
+        """A hashbrown table: its control bytes, then the buckets below
+        them, both for the lowest bucket indices that fit (a multiple of 8
+        buckets, so the buckets' bytes stay whole at any cap)."""
+        size = max(type_size(shape.element), 1)
+        buckets = min(self._elements(size + 1, reps), 2 * self.max_elements,
+                      _MAX_REPS // max(reps, 1))
+        buckets -= buckets % 8
+        if buckets == 0:
+            return
+        pointer, mask = offset + shape.pointer_offset, offset + shape.length_offset
+        self._add(source, pointer, 0, mask, 1, 0, buckets, reps, length_add=1)
+        index = self._add(source, pointer, 0, mask, size, 0, buckets * size, reps,
+                          length_add=1, backwards=True)
+        self.walk(shape.element, index, 0, reps * buckets, depth + 1)
+
     def _pointee(self, shape: rust.Layout, source, offset: int, reps: int, depth: int) -> None:
         size = type_size(shape.element)
         if size <= 0 or size > self.left // max(reps, 1):
@@ -101,7 +120,8 @@ class _Planner:
         return max(0, min(self.max_elements, room))
 
     def _add(self, source, pointer_offset: int, add: int, length_offset, scale: int,
-             fixed: int, data: int, reps: int) -> int:
+             fixed: int, data: int, reps: int, length_add: int = 0,
+             backwards: bool = False) -> int:
         cap = (data + 7) & ~7
         source_elements, element_size = 1, 0
         if source is not None:
@@ -110,7 +130,8 @@ class _Planner:
             source_elements = parent.cap // element_size if element_size else 1
         follow = FollowRead(source, source_elements, element_size, pointer_offset, add,
                             length_offset, scale, fixed, cap, self.end,
-                            reps if source is None else self.follows[source].reps * source_elements)
+                            reps if source is None else self.follows[source].reps * source_elements,
+                            length_add, backwards)
         self.follows.append(follow)
         self.end += follow.reps * follow.stride
         self.left -= follow.reps * follow.stride

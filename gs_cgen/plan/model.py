@@ -185,6 +185,10 @@ class FollowRead:
     cap: int                      # data bytes per rep (a multiple of 8)
     offset: int                   # rep 0's header, from the slot's data start
     reps: int                     # source reps * source_elements
+    length_add: int = 0           # added to the count (hashbrown's bucket_mask + 1)
+    # Read the bytes that end at the pointer (hashbrown's buckets lie below
+    # its control bytes), the last `cap` of them when there are more.
+    backwards: bool = False
 
     @property
     def stride(self) -> int:
@@ -205,6 +209,7 @@ class DeepCapture:
     follows: tuple[FollowRead, ...]
     size: int
     from_value: bool = False      # `address` is the root's value itself (a Box in a register)
+    max_elements: int = 200       # of each collection shown (--max-elements)
 
     @property
     def follows_offset(self) -> int:

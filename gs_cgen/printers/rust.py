@@ -29,6 +29,8 @@ class Kind(Enum):
     TEXT = "text"                 # bytes behind a pointer, shown as a string
     SEQUENCE = "sequence"         # elements behind a pointer: `[1, 2]`
     RING = "ring"                 # VecDeque: a ring buffer's slots, `len` from `head`
+    MAP = "map"                   # HashMap: a hashbrown table's full buckets
+    SET = "set"                   # HashSet: the same, keys only
     POINTEE = "pointee"           # one value behind a pointer (Box, Rc, Arc)
     WRAPPER = "wrapper"           # Cell, RefCell, NonZero: the inner value
 
@@ -50,7 +52,7 @@ class Layout:
     inner: StructMember | None = None
     label: str | None = None
     head_offset: int = 0          # RING: where the first element's slot index is
-    count_offset: int = 0         # RING: where the element count is
+    count_offset: int = 0         # RING, MAP, SET: where the element count is
     note: str | None = None       # why a std type prints as PLAIN
 
 
@@ -101,7 +103,10 @@ def display_name(base: StructType) -> str:
 
 
 def _family(name: str) -> str:
-    """`Box` of `alloc::boxed::Box<values::Point, alloc::alloc::Global>`."""
+    """`Box` of `alloc::boxed::Box<values::Point, alloc::alloc::Global>`;
+    a tuple, reference or array type is no family."""
+    if name.startswith(("(", "&", "[", "*")):
+        return name
     return name.split("<", 1)[0].rsplit("::", 1)[-1]
 
 
@@ -258,6 +263,49 @@ def _member_path_offset(ctype: CType, offset: int, name: str, depth: int = 0) ->
     return None
 
 
+def _hash_table(kind: Kind):
+    """HashMap / HashSet: hashbrown's RawTable<T> inside, its RawTableInner
+    { ctrl, bucket_mask, items }. Bucket i's T sits at ctrl - (i + 1) *
+    size_of::<T>(); control byte i has its top bit clear when it is full.
+    T is (K, V) for a map, (K, ()) for a set."""
+    def recognize(base: StructType) -> Layout | None:
+        found = _find_family(base, "RawTable", 0)
+        if found is None:
+            return None
+        table, offset = found
+        element = table.parameter("T")
+        inner = table.member("table")
+        inner_type = strip(inner.type) if inner is not None else None
+        if element is None or not isinstance(inner_type, StructType):
+            return None
+        members = {m.name: m for m in inner_type.members}
+        ctrl, mask, items = (members.get(n) for n in ("ctrl", "bucket_mask", "items"))
+        if ctrl is None or mask is None or items is None:
+            return None
+        pointer = _first_pointer(ctrl.type, offset + inner.offset + ctrl.offset)
+        element_base = strip(element)
+        if pointer is None or not isinstance(element_base, StructType) or \
+                len(element_base.members) != 2:
+            return None
+        at = offset + inner.offset
+        return Layout(kind, pointer, at + mask.offset, element, count_offset=at + items.offset)
+    return recognize
+
+
+def _find_family(base: StructType, family: str, offset: int, depth: int = 0):
+    if _family(base.name or "") == family:
+        return base, offset
+    if depth > 5:
+        return None
+    for member in base.members:
+        inner = strip(member.type)
+        if isinstance(inner, StructType):
+            found = _find_family(inner, family, offset + member.offset, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def _wrapper(label: str | None, path: tuple[str, ...]):
     """Cell { value: UnsafeCell { value } }, RefCell { value: UnsafeCell
     { value } }, NonZero(T)."""
@@ -315,6 +363,8 @@ _STD = {
     "RefCell": _wrapper("RefCell", ("value", "value")),
     "NonZero": _nonzero,
     "VecDeque": _ring,
+    "HashMap": _hash_table(Kind.MAP),
+    "HashSet": _hash_table(Kind.SET),
 }
 
 

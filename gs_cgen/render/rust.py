@@ -9,12 +9,13 @@ from __future__ import annotations
 import struct
 
 from gs_cgen.dwarf.types import ArrayType, StructType, strip, type_size
+from gs_cgen.plan.follows import follow_key
 from gs_cgen.plan.model import DeepCapture
 from gs_cgen.printers import rust
 from gs_cgen.render import values
 from gs_cgen.render.decode import ValueStatus, status_of
-from gs_cgen.render.values import (ArrayValue, ErrorValue, StringValue, StructValue, TupleValue,
-                                   UnitValue, Value, VariantValue)
+from gs_cgen.render.values import (ArrayValue, ErrorValue, MapValue, StringValue, StructValue,
+                                   TupleValue, UnitValue, Value, VariantValue)
 
 _MAX_DEPTH = 12
 
@@ -30,7 +31,7 @@ class _Decoder:
     def __init__(self, capture: DeepCapture | None, data: bytes) -> None:
         self.capture, self.data = capture, data
         follows = capture.follows if capture is not None else ()
-        self.index = {(f.source, f.pointer_offset): i for i, f in enumerate(follows)}
+        self.index = {follow_key(f): i for i, f in enumerate(follows)}
 
     def value(self, ctype, element: bytes, offset: int, source, element_index: int,
               depth: int) -> Value:
@@ -57,6 +58,8 @@ class _Decoder:
                 return self._sequence(ctype, shape, element, offset, source, element_index, depth)
             case rust.Kind.POINTEE:
                 return self._pointee(ctype, shape, element, offset, source, element_index, depth)
+            case rust.Kind.MAP | rust.Kind.SET:
+                return self._table(ctype, shape, element, offset, source, element_index, depth)
             case rust.Kind.WRAPPER:
                 inner = self.value(shape.inner.type, element, offset + shape.inner.offset, source,
                                    element_index, depth + 1)
@@ -104,11 +107,12 @@ class _Decoder:
                                source, index, depth + 1, name=member.name)
         return VariantValue(ctype, member.name or "?", payload)
 
-    def _followed(self, source, pointer_offset: int, element_index: int):
-        """(status, requested length, address, bytes read) of the follow
-        whose pointer is at `pointer_offset` of that element; None when
-        none was planned."""
-        found = self.index.get((source, pointer_offset))
+    def _followed(self, source, pointer_offset: int, element_index: int,
+                  backwards: bool = False):
+        """(follow index, follow, status, requested length, address, bytes
+        read) of the follow whose pointer is at `pointer_offset` of that
+        element; None when none was planned."""
+        found = self.index.get((source, pointer_offset, backwards))
         if found is None or self.capture is None:
             return None
         follow = self.capture.follows[found]
@@ -148,6 +152,42 @@ class _Decoder:
         items = tuple(self.value(shape.element, body[i * size:(i + 1) * size], 0, follow_index,
                                  index * per_rep + i, depth + 1) for i in slots)
         return ArrayValue(ctype, items, more=total - len(items))
+
+    def _table(self, ctype, shape, element, offset, source, index, depth) -> Value:
+        """The full buckets of a hashbrown table in bucket order, as Rust's
+        iterator (and so `{:?}`) visits them."""
+        at = offset + shape.count_offset
+        items = int.from_bytes(element[at:at + 8], "little")
+        control = self._followed(source, offset + shape.pointer_offset, index)
+        buckets = self._followed(source, offset + shape.pointer_offset, index, backwards=True)
+        if control is None or buckets is None:
+            return self._raw(ctype, element, offset)
+        if items == 0:
+            return MapValue(ctype, (), shape.kind is rust.Kind.SET)
+        for found in (control, buckets):
+            if found[2] is not ValueStatus.OK:
+                return ErrorValue(found[2], found[4], None, ctype)
+        follow_index, follow, _, _, _, data = buckets
+        size = max(type_size(shape.element), 1)
+        read = len(data) // size
+        entries = []
+        for i, byte in enumerate(control[5][:read]):
+            if byte & 0x80 or len(entries) == items:
+                continue
+            position = read - 1 - i
+            pair = self.value(shape.element, data[position * size:(position + 1) * size], 0,
+                              follow_index, index * (follow.cap // size) + position, depth + 1)
+            elements = getattr(pair, "elements", None)
+            if not elements or len(elements) != 2:
+                return self._raw(ctype, element, offset)
+            entries.append(elements[0] if shape.kind is rust.Kind.SET else tuple(elements))
+            if len(entries) == self.max_shown(follow):
+                break
+        return MapValue(ctype, tuple(entries), shape.kind is rust.Kind.SET,
+                        more=items - len(entries))
+
+    def max_shown(self, follow) -> int:
+        return self.capture.max_elements if self.capture is not None else 1 << 30
 
     def _pointee(self, ctype, shape, element, offset, source, index, depth) -> Value:
         found = self._followed(source, offset + shape.pointer_offset, index)

@@ -12,8 +12,8 @@ from gs_cgen.dwarf.types import (CType, FloatFormat, PointerType, StructType, st
 from gs_cgen.render import floats
 from gs_cgen.render.decode import ValueStatus
 from gs_cgen.render.values import (ArrayValue, BoolValue, ComplexValue, EnumValue, ErrorValue,
-                                   FloatValue, IntValue, PointerValue, StringValue, StructValue,
-                                   TupleValue, UnitValue, UnknownReason, UnknownValue, Value,
+                                   FloatValue, IntValue, MapValue, PointerValue, StringValue,
+                                   StructValue, TupleValue, UnitValue, UnknownReason, UnknownValue, Value,
                                    VariantValue, aggregate_name)
 from gs_cgen.script.ast import FormatKind
 
@@ -53,6 +53,10 @@ def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
         case ArrayValue(elements=elements, truncated=truncated, more=more):
             parts = [format_value(e, kind) for e in elements] + ([f"... <{more} more>"] if more else [])
             return "[" + _join(parts, truncated) + "]"
+        case MapValue(entries=entries, is_set=is_set, more=more):
+            parts = [format_value(e, kind) if is_set else
+                     f"{format_value(e[0], kind)}: {format_value(e[1], kind)}" for e in entries]
+            return "{" + ", ".join(parts + ([f"... <{more} more>"] if more else [])) + "}"
         case TupleValue(name=name, elements=elements):
             return (name or "") + "(" + ", ".join(format_value(e, kind) for e in elements) + \
                 ("," if name is None and len(elements) == 1 else "") + ")"
@@ -172,6 +176,10 @@ def value_json(value: Value) -> object:
             return [value_json(element) for element in elements]
         case TupleValue(elements=elements):
             return [value_json(element) for element in elements]
+        case MapValue(entries=entries, is_set=True):
+            return [value_json(key) for key in entries]
+        case MapValue(entries=entries):
+            return [{"key": value_json(k), "value": value_json(v)} for k, v in entries]
         case UnitValue(name=name):
             return name
         case VariantValue(variant=variant, payload=payload):
@@ -362,6 +370,9 @@ def _is_truncated(value: Value) -> bool:
             return truncated or bool(more) or any(_is_truncated(element) for element in elements)
         case TupleValue(elements=elements):
             return any(_is_truncated(element) for element in elements)
+        case MapValue(entries=entries, more=more, is_set=is_set):
+            flat = entries if is_set else [v for pair in entries for v in pair]
+            return bool(more) or any(_is_truncated(v) for v in flat)
         case VariantValue(payload=payload):
             return _is_truncated(payload)
         case ComplexValue(real=real, imag=imag):

@@ -116,6 +116,17 @@ class ArrayValue:
 
 
 @dataclass(frozen=True)
+class MapValue:
+    """A map's (key, value) entries or a set's keys, in the collection's
+    own order; `more` counts the entries not shown."""
+
+    ctype: CType
+    entries: tuple
+    is_set: bool
+    more: int = 0
+
+
+@dataclass(frozen=True)
 class TupleValue:
     """A Rust tuple `(1, "a")`, tuple struct `Point(1, -1)` or tuple
     variant `Some(7)`: `name` None for a plain tuple."""
@@ -160,7 +171,8 @@ class UnknownValue:
 
 
 Value = (IntValue | BoolValue | FloatValue | ComplexValue | EnumValue | PointerValue
-         | StringValue | StructValue | ArrayValue | TupleValue | UnitValue | VariantValue
+         | StringValue | StructValue | ArrayValue | MapValue | TupleValue | UnitValue
+         | VariantValue
          | ErrorValue | UnknownValue)
 
 
