@@ -260,9 +260,22 @@ class _ProbeBuilder:
         return None
 
     def _value_slot(self, expr: ast.Expr, text: str, kind: ast.FormatKind) -> int:
+        if isinstance(expr, ast.Call) and expr.function == "raw":
+            return self._raw_slot(expr, text)
         place = _typed_read(self.exprs.place(expr), expr, kind)
         capture, size = self._capture(place, kind, expr)
         return self._add_slot(capture, size, text, expr.span)
+
+    def _raw_slot(self, call: ast.Call, text: str) -> int:
+        """`raw(x)`: x's bytes shown as its DWARF layout (gdb's print/r)."""
+        (argument,) = call.args
+        place = self.exprs.place(argument)
+        if not isinstance(place, ir.MemoryPlace):
+            capture, size = self._capture(place, ast.FormatKind.DEFAULT, argument)
+            return self._add_slot(capture, size, text, call.span)
+        size = min(type_size(place.ctype), object_cap(self.options.transport))
+        return self._add_slot(MemoryCapture(place.address, place.ctype, size, raw=True), size,
+                              text, call.span)
 
     def _capture(self, place: ir.Place, kind: ast.FormatKind, expr: ast.Expr):
         match place:

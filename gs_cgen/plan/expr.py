@@ -12,6 +12,7 @@ from gs_cgen.dwarf.types import (ArrayType, ComplexType, CType, FloatType, Funct
                                  type_size)
 from gs_cgen.errors import DebugInfoError, PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
+from gs_cgen.printers.rust import std_collection, std_sequence
 from gs_cgen.plan import ir
 from gs_cgen.plan.builtins import known_bytes_cap, plan_builtin
 from gs_cgen.plan.casts import cast_place, cast_type
@@ -89,6 +90,10 @@ class ExprPlanner:
                 return self._binary(expr)
             case ast.Cast():
                 return self._cast(expr)
+            case ast.Call(function="raw"):
+                raise PlanError("raw(x) can only be printed: `print raw(x);`", expr.span)
+            case ast.Call(function="len", args=(argument,)):
+                return ir.ValuePlace(self.std_length(argument), arith.ULONG)
             case ast.Call():
                 return ir.ValuePlace(plan_builtin(self, expr), arith.BOOL)
         raise UnsupportedError(f"not supported yet: {type(expr).__name__}", expr.span)
@@ -242,11 +247,40 @@ class ExprPlanner:
         elif isinstance(ctype, PointerType):
             pointer, _ = self.value(base, expr.base)
             start, element = ir.NonNull(pointer), ctype.target
+        elif isinstance(base, ir.MemoryPlace) and std_sequence(ctype) is not None:
+            return self._std_element(base, std_sequence(ctype), index, expr)
         else:
             raise PlanError(f"'{self._text(expr.base)}' of type '{type_name(ctype)}' cannot be "
                             "indexed", expr.span)
         offset = ir.BinaryOp("*", index, ir.Const(type_size(element) or 1), True)
         return ir.MemoryPlace(ir.BinaryOp("+", start, offset, False), element)
+
+    def _std_element(self, base: ir.MemoryPlace, shape, index: ir.Scalar,
+                     expr: ast.Index) -> ir.Place:
+        """Element `index` of a Rust Vec / slice / String (its data
+        pointer and length read in the probe); an index past the length
+        reads nothing (the address is then 0: a null dereference)."""
+        word = lambda at: self.value(ir.MemoryPlace(  # noqa: E731
+            ir.BinaryOp("+", base.address, ir.Const(at), False), arith.ULONG), expr)[0]
+        size = type_size(shape.element) or 1
+        inside = ir.BinaryOp("<", index, word(shape.length_offset), False)
+        address = ir.BinaryOp("+", word(shape.pointer_offset),
+                              ir.BinaryOp("*", index, ir.Const(size), True), False)
+        return ir.MemoryPlace(ir.NonNull(ir.BinaryOp("*", address, inside, False)), shape.element)
+
+    def std_length(self, expr: ast.Expr) -> ir.Scalar:
+        """`len(x)`: a Rust string's bytes, a collection's elements (read
+        in the probe), a C array's declared count."""
+        place = self.place(expr)
+        ctype = strip(self._ctype_of(place, expr))
+        if isinstance(ctype, ArrayType) and ctype.count is not None:
+            return ir.Const(ctype.count)
+        shape = std_collection(ctype)
+        if shape is None or not isinstance(place, ir.MemoryPlace):
+            raise PlanError(f"len() of '{self._text(expr)}' of type '{type_name(ctype)}': "
+                            "not a string, collection or array gs-cgen knows", expr.span)
+        return self.value(ir.MemoryPlace(ir.BinaryOp("+", place.address, ir.Const(shape), False),
+                                         arith.ULONG), expr)[0]
 
     # ------------------------------------------------------------- unary
     def _unary(self, expr: ast.Unary) -> ir.Place:

@@ -132,6 +132,7 @@ class MemoryCapture:
     address: Scalar
     ctype: CType
     size: int
+    raw: bool = False         # `raw(x)`: the DWARF layout, no std printer (gdb's print/r)
 
 
 @dataclass(frozen=True)

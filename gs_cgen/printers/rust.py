@@ -370,3 +370,25 @@ _STD = {
 
 def element_size(ctype: CType) -> int:
     return type_size(ctype)
+
+
+def std_sequence(ctype: CType) -> Layout | None:
+    """The layout `[i]` indexes: a Vec, slice, array-backed string."""
+    base = strip(ctype)
+    if not isinstance(base, StructType) or base.language != "rust":
+        return None
+    shape = layout(base)
+    return shape if shape.kind in (Kind.TEXT, Kind.SEQUENCE) else None
+
+
+def std_collection(ctype: CType) -> int | None:
+    """Where `len(x)` reads a Rust string's or collection's length."""
+    base = strip(ctype)
+    if not isinstance(base, StructType) or base.language != "rust":
+        return None
+    shape = layout(base)
+    if shape.kind in (Kind.TEXT, Kind.SEQUENCE):
+        return shape.length_offset
+    if shape.kind in (Kind.RING, Kind.MAP, Kind.SET):
+        return shape.count_offset
+    return None

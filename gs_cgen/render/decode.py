@@ -140,6 +140,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
     match capture:
         case ScalarCapture(ctype=ctype):
             return scalar_value(ctype, int.from_bytes(data[:8], "little"))
+        case MemoryCapture(ctype=ctype, size=size, raw=True):
+            return values.decode_raw(ctype, data[:size])
         case MemoryCapture(ctype=ctype, size=size):
             return memory_value(ctype, data, size, address)
         case DeepCapture(ctype=ctype):

@@ -45,6 +45,8 @@ BUILTINS = {
     "starts_with": (2, 2, "starts_with(a, b)"),
     "memcmp": (2, 3, "memcmp(a, b, len)"),
     "hex": (1, 1, 'hex("de ad")'),
+    "len": (1, 1, "len(x)"),
+    "raw": (1, 1, "raw(x)"),
 }
 _MAX_INT = 2**64 - 1
 _HEX_BYTES = re.compile(r"[0-9a-fA-F ]*")
