@@ -19,13 +19,15 @@ from gs_cgen.printers import rust
 
 _MAX_DEPTH = 6              # nested types walked for pointers
 _MAX_REPS = 2048            # probe-time repetitions of one follow (verifier budget)
+_MAX_TREE_LEVELS = 4        # B-tree levels read: up to 11 + 132 + 1584 + 19008 keys
 
 
-def follow_key(follow: FollowRead) -> tuple[int | None, int, bool]:
+def follow_key(follow: FollowRead) -> tuple[int | None, int, int, bool]:
     """How the renderer finds a follow: its source, the pointer's offset
-    in the source element, and its direction (a hash table reads its
-    control bytes and its buckets through the same pointer)."""
-    return follow.source, follow.pointer_offset, follow.backwards
+    in the source element, what is added to it and its direction (a hash
+    table reads its control bytes and its buckets through one pointer, a
+    B-tree node its keys and its edges)."""
+    return follow.source, follow.pointer_offset, follow.pointer_add, follow.backwards
 
 
 def plan_follows(ctype, max_elements: int, budget: int) -> tuple[FollowRead, ...]:
@@ -38,6 +40,7 @@ class _Planner:
     def __init__(self, max_elements: int, budget: int) -> None:
         self.max_elements, self.left = max_elements, budget
         self.follows: list[FollowRead] = []
+        self.strides: list[int] = []       # each follow's element size, as a source
         self.end = 0
 
     def walk(self, ctype, source: int | None, offset: int, reps: int, depth: int) -> None:
@@ -64,6 +67,8 @@ class _Planner:
                 self._pointee(shape, source, offset, reps, depth)
             case rust.Kind.MAP | rust.Kind.SET:
                 self._table(shape, source, offset, reps, depth)
+            case rust.Kind.TREE:
+                self._tree(shape.tree, source, offset, reps, depth)
             case rust.Kind.WRAPPER:
                 self.walk(shape.inner.type, source, offset + shape.inner.offset, reps, depth + 1)
             case rust.Kind.ENUM:
@@ -104,6 +109,32 @@ class _Planner:
                           length_add=1, backwards=True)
         self.walk(shape.element, index, 0, reps * buckets, depth + 1)
 
+    def _tree(self, tree: rust.TreeLayout, source, offset: int, reps: int, depth: int) -> None:
+        """A B-tree, level by level while the budget lasts: each node's
+        LeafNode part (keys, values, len), and its edges when it has
+        children (at the root: `height` > 0; below, the edges are read
+        for every node and used only where the height says so)."""
+        leaf_size, edge_bytes = tree.leaf.size, 8 * tree.edges
+        if self.left < reps * (leaf_size + edge_bytes + 32):
+            return
+        node = offset + tree.node_offset
+        leaf = self._add(source, node, 0, None, 1, leaf_size, leaf_size, reps)
+        self.walk(tree.leaf, leaf, 0, reps, depth + 1)
+        edges = self._add(source, node, tree.edges_offset, offset + tree.height_offset,
+                          edge_bytes, 0, edge_bytes, reps, stride=8)
+        level_reps = reps
+        for level in range(1, _MAX_TREE_LEVELS):
+            level_reps *= tree.edges
+            last = level == _MAX_TREE_LEVELS - 1
+            need = level_reps * (leaf_size + 16 + (0 if last else edge_bytes + 16))
+            if level_reps > _MAX_REPS or self.left < need:
+                break
+            leaf = self._add(edges, 0, 0, None, 1, leaf_size, leaf_size, 0)
+            self.walk(tree.leaf, leaf, 0, level_reps, depth + 1)
+            if not last:
+                edges = self._add(edges, 0, tree.edges_offset, None, 1, edge_bytes, edge_bytes,
+                                  0, stride=8)
+
     def _pointee(self, shape: rust.Layout, source, offset: int, reps: int, depth: int) -> None:
         size = type_size(shape.element)
         if size <= 0 or size > self.left // max(reps, 1):
@@ -121,18 +152,19 @@ class _Planner:
 
     def _add(self, source, pointer_offset: int, add: int, length_offset, scale: int,
              fixed: int, data: int, reps: int, length_add: int = 0,
-             backwards: bool = False) -> int:
+             backwards: bool = False, stride: int | None = None) -> int:
         cap = (data + 7) & ~7
         source_elements, element_size = 1, 0
         if source is not None:
             parent = self.follows[source]
-            element_size = parent.scale if parent.length_offset is not None else parent.fixed
+            element_size = self.strides[source]
             source_elements = parent.cap // element_size if element_size else 1
         follow = FollowRead(source, source_elements, element_size, pointer_offset, add,
                             length_offset, scale, fixed, cap, self.end,
                             reps if source is None else self.follows[source].reps * source_elements,
                             length_add, backwards)
         self.follows.append(follow)
+        self.strides.append(stride or (scale if length_offset is not None else fixed))
         self.end += follow.reps * follow.stride
         self.left -= follow.reps * follow.stride
         return len(self.follows) - 1

@@ -30,6 +30,7 @@ class Kind(Enum):
     SEQUENCE = "sequence"         # elements behind a pointer: `[1, 2]`
     RING = "ring"                 # VecDeque: a ring buffer's slots, `len` from `head`
     MAP = "map"                   # HashMap: a hashbrown table's full buckets
+    TREE = "tree"                 # BTreeMap / BTreeSet: nodes walked in key order
     SET = "set"                   # HashSet: the same, keys only
     POINTEE = "pointee"           # one value behind a pointer (Box, Rc, Arc)
     WRAPPER = "wrapper"           # Cell, RefCell, NonZero: the inner value
@@ -52,7 +53,8 @@ class Layout:
     inner: StructMember | None = None
     label: str | None = None
     head_offset: int = 0          # RING: where the first element's slot index is
-    count_offset: int = 0         # RING, MAP, SET: where the element count is
+    count_offset: int = 0         # RING, MAP, SET, TREE: where the element count is
+    tree: "TreeLayout | None" = None
     note: str | None = None       # why a std type prints as PLAIN
 
 
@@ -292,6 +294,72 @@ def _hash_table(kind: Kind):
     return recognize
 
 
+@dataclass(frozen=True)
+class TreeLayout:
+    """A BTreeMap's nodes: the root NodeRef's `node` pointer and `height`
+    (offsets in the map), LeafNode { keys, vals, len } (`leaf`), and
+    InternalNode's `edges` after its leaf part. `value` is None for a set."""
+
+    node_offset: int
+    height_offset: int
+    leaf: StructType
+    keys_offset: int
+    vals_offset: int
+    len_offset: int
+    key: CType
+    value: CType | None
+    edges_offset: int
+    edges: int
+
+
+def _btree(kind: Kind, keys_only: bool = False):
+    def recognize(base: StructType) -> Layout | None:
+        found = _find_family(base, "BTreeMap", 0)
+        if found is None:
+            return None
+        tree, offset = found
+        root, length = tree.member("root"), tree.member("length")
+        key, value = tree.parameter("K"), tree.parameter("V")
+        node_ref = _some_payload(root.type) if root is not None else None
+        if node_ref is None or length is None or key is None or value is None:
+            return None
+        ref, at = node_ref
+        node, height = ref.member("node"), ref.member("height")
+        leaf = _pointer_target(node.type) if node is not None else None
+        if height is None or leaf is None:
+            return None
+        fields = {m.name: m for m in leaf.members}
+        keys, vals, count, parent = (fields.get(n) for n in ("keys", "vals", "len", "parent"))
+        internal = _pointer_target(parent.type) if parent is not None else None
+        edges = internal.member("edges") if internal is not None else None
+        edge_array = strip(edges.type) if edges is not None else None
+        if keys is None or vals is None or count is None or not getattr(edge_array, "count", 0):
+            return None
+        start = offset + root.offset + at
+        layout = TreeLayout(start + node.offset, start + height.offset, leaf, keys.offset,
+                            vals.offset, count.offset, key,
+                            None if keys_only else value, edges.offset, edge_array.count)
+        return Layout(kind, start + node.offset, element=leaf, count_offset=offset + length.offset,
+                      tree=layout)
+    return recognize
+
+
+def _some_payload(ctype: CType):
+    """The payload of an Option's Some (its __0) and its offset."""
+    base = strip(ctype)
+    part = base.variant_part if isinstance(base, StructType) else None
+    if part is None:
+        return None
+    for variant in part.variants:
+        payload = strip(variant.member.type)
+        if variant.member.name == "Some" and isinstance(payload, StructType):
+            inner = payload.member("__0")
+            inner_type = strip(inner.type) if inner is not None else None
+            if isinstance(inner_type, StructType):
+                return inner_type, variant.member.offset + inner.offset
+    return None
+
+
 def _find_family(base: StructType, family: str, offset: int, depth: int = 0):
     if _family(base.name or "") == family:
         return base, offset
@@ -345,7 +413,10 @@ def _pointer_target(ctype: CType, depth: int = 0) -> StructType | None:
         return None
     if _is_fat_pointer(base):
         return base
-    for member in base.members:
+    inside = list(base.members)
+    if base.variant_part is not None:           # Option<NonNull<T>>: through Some
+        inside += [v.member for v in base.variant_part.variants]
+    for member in inside:
         found = _pointer_target(member.type, depth + 1)
         if found is not None:
             return found
@@ -365,6 +436,8 @@ _STD = {
     "VecDeque": _ring,
     "HashMap": _hash_table(Kind.MAP),
     "HashSet": _hash_table(Kind.SET),
+    "BTreeMap": _btree(Kind.TREE),
+    "BTreeSet": _btree(Kind.TREE, keys_only=True),
 }
 
 
@@ -389,6 +462,6 @@ def std_collection(ctype: CType) -> int | None:
     shape = layout(base)
     if shape.kind in (Kind.TEXT, Kind.SEQUENCE):
         return shape.length_offset
-    if shape.kind in (Kind.RING, Kind.MAP, Kind.SET):
+    if shape.kind in (Kind.RING, Kind.MAP, Kind.SET, Kind.TREE):
         return shape.count_offset
     return None

@@ -60,6 +60,8 @@ class _Decoder:
                 return self._pointee(ctype, shape, element, offset, source, element_index, depth)
             case rust.Kind.MAP | rust.Kind.SET:
                 return self._table(ctype, shape, element, offset, source, element_index, depth)
+            case rust.Kind.TREE:
+                return self._tree(ctype, shape, element, offset, source, element_index, depth)
             case rust.Kind.WRAPPER:
                 inner = self.value(shape.inner.type, element, offset + shape.inner.offset, source,
                                    element_index, depth + 1)
@@ -108,11 +110,11 @@ class _Decoder:
         return VariantValue(ctype, member.name or "?", payload)
 
     def _followed(self, source, pointer_offset: int, element_index: int,
-                  backwards: bool = False):
+                  backwards: bool = False, add: int = 0):
         """(follow index, follow, status, requested length, address, bytes
         read) of the follow whose pointer is at `pointer_offset` of that
         element; None when none was planned."""
-        found = self.index.get((source, pointer_offset, backwards))
+        found = self.index.get((source, pointer_offset, add, backwards))
         if found is None or self.capture is None:
             return None
         follow = self.capture.follows[found]
@@ -134,17 +136,19 @@ class _Decoder:
                 ArrayValue(ctype, ())
         if status is not ValueStatus.OK:
             return ErrorValue(status, address, None, ctype)
+        limit = self.max_shown(follow)
         if shape.kind is rust.Kind.TEXT:
-            return StringValue(ctype, body[:count], count > len(body), address)
+            shown = body[:min(count, limit)]
+            return StringValue(ctype, shown, count > len(shown), address)
         size = max(type_size(shape.element), 1)
         per_rep = follow.cap // size
-        slots = list(range(min(count, len(body) // size)))
+        slots = list(range(min(count, len(body) // size, limit)))
         total = count
         if shape.kind is rust.Kind.RING:     # `count` is the capacity: len slots from head
             head, total = (int.from_bytes(element[offset + o:offset + o + 8], "little")
                            for o in (shape.head_offset, shape.count_offset))
             slots = []
-            for i in range(min(total, count)):
+            for i in range(min(total, count, limit)):
                 slot = (head + i) % count if count else 0
                 if slot >= len(body) // size:
                     break                    # past what was read: the rest is cut
@@ -185,6 +189,56 @@ class _Decoder:
                 break
         return MapValue(ctype, tuple(entries), shape.kind is rust.Kind.SET,
                         more=items - len(entries))
+
+    def _tree(self, ctype, shape, element, offset, source, index, depth) -> Value:
+        """A BTreeMap / BTreeSet in key order: each node's edges and keys
+        interleaved, as Rust's iterator walks them, over the levels read."""
+        tree = shape.tree
+        word = lambda at: int.from_bytes(element[at:at + 8], "little")  # noqa: E731
+        length, height = word(offset + shape.count_offset), word(offset + tree.height_offset)
+        entries: list = []
+        limit = self.max_shown(None)
+        if length:
+            failed = self._node(tree, source, offset + tree.node_offset, index, height, entries,
+                                min(limit, length), depth)
+            if failed is not None:
+                return failed
+        return MapValue(ctype, tuple(entries), tree.value is None, more=length - len(entries))
+
+    def _node(self, tree, source, pointer_offset: int, index: int, height: int, entries: list,
+              limit: int, depth: int) -> Value | None:
+        """Append the node's entries (and its children's, below it) until
+        `limit`; False-y when done or cut, an ErrorValue when a read failed."""
+        leaf = self._followed(source, pointer_offset, index)
+        if leaf is None:
+            return None                          # a level not read: the rest is `more`
+        leaf_index, _, status, _, address, body = leaf
+        if status is not ValueStatus.OK:
+            return ErrorValue(status, address, None, tree.leaf)
+        count = min(int.from_bytes(body[tree.len_offset:tree.len_offset + 2], "little"),
+                    tree.edges - 1)
+        edges = self._followed(source, pointer_offset, index, add=tree.edges_offset) \
+            if height else None
+        key_size = type_size(tree.key)
+        value_size = type_size(tree.value) if tree.value is not None else 0
+        for i in range(count + 1):
+            if height and edges is not None and edges[2] is ValueStatus.OK:
+                failed = self._node(tree, edges[0], 0, index * tree.edges + i, height - 1,
+                                    entries, limit, depth + 1)
+                if failed is not None:
+                    return failed
+            elif height:
+                return None
+            if i == count or len(entries) >= limit:
+                return None
+            key = self.value(tree.key, body, tree.keys_offset + i * key_size, leaf_index, index,
+                             depth + 1)
+            if tree.value is None:
+                entries.append(key)
+            else:
+                entries.append((key, self.value(tree.value, body, tree.vals_offset + i * value_size,
+                                                leaf_index, index, depth + 1)))
+        return None
 
     def max_shown(self, follow) -> int:
         return self.capture.max_elements if self.capture is not None else 1 << 30

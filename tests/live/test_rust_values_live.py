@@ -18,7 +18,7 @@ _VALUES = {
     "enums": ["a", "none", "nz", "*ok", "*err", "*s1", "*s2", "*s3"],
     "strings": ["s", "*owned", "*os", "*path"],
     "sequences": ["*v", "sl", "*arr", "*dq", "*words"],
-    "maps": ["*m", "*hs", "*big"],     # *big: 50 entries, flat
+    "maps": ["*m", "*hs", "*big", "*b", "*bs", "*bigb"],  # *big: 50 entries; *bigb: 100, 2 levels
     "cells": ["*rcv", "*arc", "*t", "*pt"],       # rust-gdb shows a Box as its pointer
 }
 
@@ -28,7 +28,7 @@ _HASHED = {"*hs", "*big"}
 def _rust_gdb(binary: str) -> dict[tuple[str, str], str]:
     """{(function, expression): rust-gdb's `output EXPR`} at the first
     stop in each function."""
-    script = ["set pagination off", "set print elements 200", "set confirm off"]
+    script = ["set pagination off", "set print elements 1000", "set confirm off"]
     for function, exprs in _VALUES.items():
         prints = [line for e in exprs
                   for line in (f'printf "@@ {function} {e}\\n"', f"output {e}", 'printf "\\n"')]
@@ -54,7 +54,7 @@ def _rust_gdb(binary: str) -> dict[tuple[str, str], str]:
 def _as_debug(text: str) -> str:
     """rust-gdb's spelling of a value -> Rust's `{:?}`."""
     text = re.sub(r"(?:\b(?:Vec|VecDeque)|&\[\w+\])\(size=\d+\) = \{(.*?)\}", r"[\1]", text)
-    text = re.sub(r"\bHashSet\(size=\d+\) = \{(.*?)\}", r"{\1}", text)
+    text = re.sub(r"\b(?:HashSet|BTreeSet)\(size=\d+\) = \{(.*?)\}", r"{\1}", text)
     if re.match(r"(HashMap|BTreeMap)\(size=\d+\) = \{", text):
         body = text.split(" = {", 1)[1][:-1]
         text = "{" + re.sub(r"\[(.*?)\] = ", r"\1: ", body) + "}"
