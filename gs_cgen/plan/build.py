@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import field
 
 from gs_cgen.abi import abi
-from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType, strip,
-                                 type_size)
+from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, StructType, VoidType,
+                                 strip, type_size)
 from gs_cgen.errors import GsError, PlanError, UnsupportedError
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith, ir
@@ -320,12 +320,14 @@ class _ProbeBuilder:
         String, Vec, Box...): those reads too (plan/follows.py)."""
         room = object_cap(self.options.transport) - root_size
         follows = plan_follows(ctype, self.options.max_elements, room)
-        if not follows:
+        if not follows and not _is_rust_struct(ctype):
             return None
+        # A Rust value without pointers to chase (a Vec<()>) still carries
+        # --max-elements to the renderer.
         root = (root_size + 7) & ~7
-        last = follows[-1]
-        return DeepCapture(address, ctype, root_size, follows,
-                           root + last.offset + last.reps * last.stride, from_value,
+        size = root + follows[-1].offset + follows[-1].reps * follows[-1].stride \
+            if follows else root_size
+        return DeepCapture(address, ctype, root_size, follows, size, from_value,
                            self.options.max_elements)
 
     def _variable_array(self, place: ir.Place, ctype, expr: ast.Expr) -> tuple[Capture, int]:
@@ -510,3 +512,8 @@ def _layout(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],
 
 def _align(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
+
+
+def _is_rust_struct(ctype) -> bool:
+    base = strip(ctype)
+    return isinstance(base, StructType) and base.language == "rust"

@@ -127,19 +127,22 @@ class _Decoder:
     def _sequence(self, ctype, shape, element, offset, source, index, depth) -> Value:
         length_at = offset + shape.length_offset
         count = int.from_bytes(element[length_at:length_at + 8], "little")
-        found = self._followed(source, offset + shape.pointer_offset, index)
+        if shape.kind is not rust.Kind.TEXT and type_size(shape.element) == 0:
+            return self._zero_sized(ctype, shape, element, offset, count)
+        found = self._followed(source, offset + shape.pointer_offset, index,
+                               add=shape.value_offset)
         if found is None:
             return self._raw(ctype, element, offset)
         follow_index, follow, status, _, address, body = found
         if count == 0:
-            return StringValue(ctype, b"") if shape.kind is rust.Kind.TEXT else \
+            return StringValue(ctype, b"", rust=True) if shape.kind is rust.Kind.TEXT else \
                 ArrayValue(ctype, ())
         if status is not ValueStatus.OK:
             return ErrorValue(status, address, None, ctype)
         limit = self.max_shown(follow)
         if shape.kind is rust.Kind.TEXT:
             shown = body[:min(count, limit)]
-            return StringValue(ctype, shown, count > len(shown), address)
+            return StringValue(ctype, shown, count > len(shown), address, rust=True)
         size = max(type_size(shape.element), 1)
         per_rep = follow.cap // size
         slots = list(range(min(count, len(body) // size, limit)))
@@ -156,6 +159,16 @@ class _Decoder:
         items = tuple(self.value(shape.element, body[i * size:(i + 1) * size], 0, follow_index,
                                  index * per_rep + i, depth + 1) for i in slots)
         return ArrayValue(ctype, items, more=total - len(items))
+
+    def _zero_sized(self, ctype, shape, element, offset, count: int) -> Value:
+        """A Vec<()> or VecDeque<()>: as many elements as its length, none
+        of them in memory."""
+        if shape.kind is rust.Kind.RING:
+            at = offset + shape.count_offset
+            count = int.from_bytes(element[at:at + 8], "little")
+        unit = values.decode_object(shape.element, b"")
+        shown = min(count, self.max_shown(None))
+        return ArrayValue(ctype, (unit,) * shown, more=count - shown)
 
     def _table(self, ctype, shape, element, offset, source, index, depth) -> Value:
         """The full buckets of a hashbrown table in bucket order, as Rust's
@@ -244,6 +257,8 @@ class _Decoder:
         return self.capture.max_elements if self.capture is not None else 1 << 30
 
     def _pointee(self, ctype, shape, element, offset, source, index, depth) -> Value:
+        if type_size(shape.element) == 0:      # a Ref<()>: nothing behind the pointer to read
+            return self.value(shape.element, b"", 0, source, index, depth + 1)
         found = self._followed(source, offset + shape.pointer_offset, index)
         if found is None:
             return self._raw(ctype, element, offset)

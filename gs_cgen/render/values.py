@@ -84,12 +84,14 @@ class PointerValue:
 
 @dataclass(frozen=True)
 class StringValue:
-    """A `char[N]` or a followed `char *`: the bytes before the first NUL."""
+    """A `char[N]` or a followed `char *`: the bytes before the first NUL;
+    or a Rust string (`rust`): UTF-8 of a known length, NULs included."""
 
     ctype: CType
     data: bytes
     truncated: bool = False          # the cap was hit before a NUL
     address: int | None = None       # where the text lives, for `{:p}`
+    rust: bool = False               # quoted with Rust's `{:?}` escapes
 
 
 @dataclass(frozen=True)
@@ -273,6 +275,8 @@ def _scalar(ctype: CType, base: CType, data: bytes) -> Value:
     match base:
         case BoolType():
             return BoolValue(ctype, any(raw))     # C: any non-zero byte is true
+        case IntType(size=0, name=name):          # Rust's unit type `()`
+            return UnitValue(ctype, name)
         case IntType(signed=signed):
             return IntValue(ctype, int.from_bytes(raw, "little", signed=signed))
         case EnumType(signed=signed):
