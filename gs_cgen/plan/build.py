@@ -29,7 +29,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 ThreadPointer, ValueSlot, VariableArrayCapture, module_cookie)
 from gs_cgen.plan.follows import plan_follows
 from gs_cgen.plan.modules import ModuleSet
-from gs_cgen.printers.rust import pointer_layout
+from gs_cgen.printers.rust import layout_notes, pointer_layout
 from gs_cgen.plan.scope import SiteScope, site_scopes
 from gs_cgen.plan.sites import place_probe, resolve_sites
 from gs_cgen.plan import variables as variable_lists
@@ -319,6 +319,8 @@ class _ProbeBuilder:
         """A value whose std type keeps its data behind pointers (a Rust
         String, Vec, Box...): those reads too (plan/follows.py)."""
         room = object_cap(self.options.transport) - root_size
+        self.notes.extend(f"note: {note}: it prints in its DWARF form (raw)"
+                          for note in layout_notes(ctype))
         follows = plan_follows(ctype, self.options.max_elements, room)
         if not follows and not _is_rust_struct(ctype):
             return None

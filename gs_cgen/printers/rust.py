@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from gs_cgen.dwarf.types import (CType, IntType, PointerType, StructMember, StructType, strip,
+from gs_cgen.dwarf.types import (ArrayType, CType, IntType, PointerType, StructMember, StructType, strip,
                                  type_size)
 from gs_cgen.lazydataclass import dataclass
 
@@ -59,6 +59,7 @@ class Layout:
 
 
 _TUPLE_FIELD = re.compile(r"__\d+$")
+_COMPOSITE = frozenset({Kind.PLAIN, Kind.TUPLE, Kind.TUPLE_STRUCT, Kind.UNIT})
 _PLAIN = Layout(Kind.PLAIN)
 
 
@@ -86,6 +87,24 @@ def layout(ctype: CType) -> Layout:
     if all(m.name and _TUPLE_FIELD.match(m.name) for m in members):
         return Layout(Kind.TUPLE if name.startswith("(") else Kind.TUPLE_STRUCT)
     return _PLAIN
+
+
+def layout_notes(ctype: CType, depth: int = 0) -> list[str]:
+    """Why std types inside `ctype` (members, variants, elements) print
+    in their DWARF form: a layout that did not validate."""
+    base = strip(ctype)
+    if isinstance(base, ArrayType):
+        return layout_notes(base.element, depth + 1) if depth < 6 else []
+    if not isinstance(base, StructType) or base.language != "rust" or depth > 6:
+        return []
+    shape = layout(base)
+    if shape.note is not None:
+        return [shape.note]
+    inside = [m.type for m in base.members] if shape.kind in _COMPOSITE else \
+        [shape.element, shape.inner.type if shape.inner else None]
+    if base.variant_part is not None:
+        inside += [v.member.type for v in base.variant_part.variants]
+    return [note for t in inside if t is not None for note in layout_notes(t, depth + 1)]
 
 
 def pointer_layout(ctype: CType) -> Layout | None:
