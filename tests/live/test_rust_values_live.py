@@ -105,8 +105,10 @@ def test_rust_values_are_rust_gdbs(opt_level, tmp_path_factory):
 def test_rust_values_are_what_debug_formatting_prints(opt_level, tmp_path_factory):
     """Values rust-gdb has no printer for (Ref, RefMut, `()`, Vec<()>, a
     string's escapes, an OsString that is not UTF-8, tuple fields, a
-    static by its bare name) against the `{:?}` text the fixture writes
-    of the same values."""
+    static by its bare name) and hash tables in Rust's own iteration
+    order, against the `{:?}` text the fixture writes of the same values
+    (the process writes it at its first round, the probe reads a later
+    one: the values are the same, the maps the same objects)."""
     out = tmp_path_factory.mktemp("rust-debug")
     binary = rust_toolchain.build("values.rs", out, opt_level)
     forms_path = out / f"forms-{opt_level}.txt"
@@ -131,4 +133,4 @@ def test_rust_values_are_what_debug_formatting_prints(opt_level, tmp_path_factor
 
 
 _DEBUG_FORMS = ["unit", "*zv", "rcs", "*r", "*rm", "pair.0", "pair.1", "*pair", "esc", "*os",
-                "*ur", "GREETING"]
+                "*ur", "GREETING", "*hm", "*hs"]
