@@ -119,7 +119,8 @@ class _Planner:
         them, both for the lowest bucket indices that fit (a multiple of 8
         buckets, so the buckets' bytes stay whole at any cap)."""
         size = max(type_size(shape.element), 1)
-        buckets = min(self._elements(size + 1, reps), 2 * self.max_elements,
+        # At least one group of 8 buckets, whatever --max-elements says.
+        buckets = min(self._elements(size + 1, reps, max(2 * self.max_elements, 8)),
                       _MAX_REPS // max(reps, 1))
         buckets -= buckets % 8
         if buckets == 0:
@@ -163,14 +164,14 @@ class _Planner:
         index = self._add(source, offset + shape.pointer_offset, 0, None, 1, size, size, reps)
         self.walk(shape.element, index, 0, reps, depth + 1)
 
-    def _elements(self, size: int, reps: int) -> int:
-        """Elements each rep may read: max_elements, fewer when the budget
-        or the verifier's repetition bound says so."""
+    def _elements(self, size: int, reps: int, most: int | None = None) -> int:
+        """Elements each rep may read: `most` (max_elements), fewer when
+        the budget or the verifier's repetition bound says so."""
         if reps > _MAX_REPS:
             return 0
         # Each rep's sub-slot is a 16-byte header and its elements, 8-aligned.
         room = (self.left - reps * 24) // (reps * size) if reps and size else 0
-        return max(0, min(self.max_elements, room))
+        return max(0, min(self.max_elements if most is None else most, room))
 
     def _add(self, source, pointer_offset: int, add: int, length_offset, scale: int,
              fixed: int, data: int, reps: int, length_add: int = 0,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from gs_cgen.dwarf.types import ArrayType, StructType, strip, type_size
+from gs_cgen.dwarf.types import ArrayType, StructType, Variant, strip, type_size
 from gs_cgen.plan.follows import follow_key
 from gs_cgen.plan.model import DeepCapture
 from gs_cgen.printers import rust
@@ -25,6 +25,41 @@ def decode_rust(ctype, data: bytes, address: int | None = None,
     """A Rust value of `ctype` whose bytes are `data` (the root object of
     `capture`, when its pointers were followed)."""
     return _Decoder(capture, data).value(ctype, data, 0, None, 0, 0)
+
+
+def active_variant(ctype, base: StructType, data: bytes, offset: int) -> "Variant | Value":
+    """The variant of the Rust enum `base` at `offset` of `data`, chosen
+    by its discriminant (DW_TAG_variant_part; a niche or a tag), else the
+    error value saying why none is."""
+    part = base.variant_part
+    if part.discriminant is None:
+        if len(part.variants) == 1:
+            return part.variants[0]
+        return ErrorValue(ValueStatus.UNAVAILABLE, None, f"{base.name} has no discriminant", ctype)
+    where = offset + part.discriminant.offset
+    raw = values.decode_object(part.discriminant.type,
+                               data[where:where + type_size(part.discriminant.type)])
+    number = getattr(raw, "number", None)
+    if number is None:
+        return raw
+    chosen = next((v for v in part.variants if v.discr_value == number), None) or \
+        next((v for v in part.variants if v.discr_value is None), None)
+    if chosen is None:
+        return ErrorValue(ValueStatus.UNAVAILABLE, None,
+                          f"no variant of {base.name} has discriminant {number}", ctype)
+    return chosen
+
+
+def decode_raw_enum(ctype, base: StructType, data: bytes) -> Value:
+    """A Rust enum as its DWARF layout (raw): the active variant's member
+    by its name, its payload raw."""
+    chosen = active_variant(ctype, base, data, 0)
+    if not isinstance(chosen, Variant):
+        return chosen
+    member = chosen.member
+    payload = values.decode_raw(member.type, data[member.offset:member.offset +
+                                                  type_size(member.type)])
+    return StructValue(ctype, ((member.name or "?", payload),), name=base.name)
 
 
 class _Decoder:
@@ -85,22 +120,9 @@ class _Decoder:
         return StructValue(ctype, fields, name=name)
 
     def _enum(self, ctype, base: StructType, element, offset, source, index, depth) -> Value:
-        part = base.variant_part
-        chosen = None
-        if part.discriminant is None:
-            chosen = part.variants[0] if len(part.variants) == 1 else None
-        else:
-            where = offset + part.discriminant.offset
-            raw = values.decode_object(part.discriminant.type,
-                                       element[where:where + type_size(part.discriminant.type)])
-            number = getattr(raw, "number", None)
-            if number is None:
-                return raw
-            chosen = next((v for v in part.variants if v.discr_value == number), None) or \
-                next((v for v in part.variants if v.discr_value is None), None)
-            if chosen is None:
-                return ErrorValue(ValueStatus.UNAVAILABLE, None,
-                                  f"no variant of {base.name} has discriminant {number}", ctype)
+        chosen = active_variant(ctype, base, element, offset)
+        if not isinstance(chosen, Variant):
+            return chosen
         member = chosen.member
         payload_type = strip(member.type)
         if not isinstance(payload_type, StructType):

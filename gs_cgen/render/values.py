@@ -203,6 +203,9 @@ def decode_raw(ctype: CType, data: bytes) -> Value:
     base = strip(ctype)
     if not isinstance(base, StructType):
         return _decode(ctype, data, False, None, 0)
+    if base.variant_part is not None:
+        from gs_cgen.render.rust import decode_raw_enum  # noqa: PLC0415 — it builds on this module
+        return decode_raw_enum(ctype, base, data)
     fields = tuple((m.name or "?", decode_raw(m.type, data[m.offset:m.offset + type_size(m.type)]))
                    for m in base.members if m.offset + type_size(m.type) <= len(data))
     return StructValue(ctype, fields, name=base.name)

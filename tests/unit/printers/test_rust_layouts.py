@@ -34,3 +34,12 @@ def test_a_std_type_of_an_unknown_layout_is_noted(values):
     assert rust.layout_notes(strange) == [
         "the layout of Vec<u8, alloc::alloc::Global> is not one gs-cgen knows"]
     assert rust.layout_notes(values.find_global("WORDS").type) == []
+
+
+def test_a_hash_table_is_read_a_group_at_a_time_at_any_max_elements(values):
+    from gs_cgen.plan.follows import plan_follows
+    table = values.find_type("HashMap<u32, u64, std::hash::random::RandomState, "
+                             "alloc::alloc::Global>")
+    assert rust.layout(table).kind is rust.Kind.MAP
+    control, buckets = plan_follows(table, 1, 60_000)[:2]
+    assert control.cap == 8 and buckets.cap == 8 * 16 and buckets.backwards
