@@ -234,6 +234,10 @@ def _aggregate(value, t, cap):
     variant = rust_variant(value, t)
     if variant is OPTIMIZED_OUT_VARIANT:
         return {"k": "optout"}
+    if t.name and t.fields() and all(f.artificial for f in t.fields()):
+        # an enum whose discriminant names no variant (stack garbage before
+        # the prologue stored it): gdb leaves only the discriminant member
+        return {"k": "error", "msg": "no variant has this discriminant"}
     if variant is not None:
         return {"k": "variant", "name": variant.name,
                 "payload": convert(value[variant], False, cap)}
