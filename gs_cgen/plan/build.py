@@ -270,8 +270,13 @@ class _ProbeBuilder:
         """`raw(x)`: x's bytes shown as its DWARF layout (gdb's print/r)."""
         (argument,) = call.args
         place = self.exprs.place(argument)
+        if isinstance(place, ir.ValuePlace):      # in a register: no string or Box followed
+            return self._add_slot(ScalarCapture(place.value, place.ctype, raw=True), 8, text,
+                                  call.span)
         if not isinstance(place, ir.MemoryPlace):
             capture, size = self._capture(place, ast.FormatKind.DEFAULT, argument)
+            if isinstance(capture, (CompositeCapture, KnownBytesCapture)):
+                capture = dataclasses.replace(capture, raw=True)
             return self._add_slot(capture, size, text, call.span)
         size = min(type_size(place.ctype), object_cap(self.options.transport))
         return self._add_slot(MemoryCapture(place.address, place.ctype, size, raw=True), size,

@@ -27,41 +27,6 @@ def decode_rust(ctype, data: bytes, address: int | None = None,
     return _Decoder(capture, data).value(ctype, data, 0, None, 0, 0)
 
 
-def active_variant(ctype, base: StructType, data: bytes, offset: int) -> "Variant | Value":
-    """The variant of the Rust enum `base` at `offset` of `data`, chosen
-    by its discriminant (DW_TAG_variant_part; a niche or a tag), else the
-    error value saying why none is."""
-    part = base.variant_part
-    if part.discriminant is None:
-        if len(part.variants) == 1:
-            return part.variants[0]
-        return ErrorValue(ValueStatus.UNAVAILABLE, None, f"{base.name} has no discriminant", ctype)
-    where = offset + part.discriminant.offset
-    raw = values.decode_object(part.discriminant.type,
-                               data[where:where + type_size(part.discriminant.type)])
-    number = getattr(raw, "number", None)
-    if number is None:
-        return raw
-    chosen = next((v for v in part.variants if v.discr_value == number), None) or \
-        next((v for v in part.variants if v.discr_value is None), None)
-    if chosen is None:
-        return ErrorValue(ValueStatus.UNAVAILABLE, None,
-                          f"no variant of {base.name} has discriminant {number}", ctype)
-    return chosen
-
-
-def decode_raw_enum(ctype, base: StructType, data: bytes) -> Value:
-    """A Rust enum as its DWARF layout (raw): the active variant's member
-    by its name, its payload raw."""
-    chosen = active_variant(ctype, base, data, 0)
-    if not isinstance(chosen, Variant):
-        return chosen
-    member = chosen.member
-    payload = values.decode_raw(member.type, data[member.offset:member.offset +
-                                                  type_size(member.type)])
-    return StructValue(ctype, ((member.name or "?", payload),), name=base.name)
-
-
 class _Decoder:
     def __init__(self, capture: DeepCapture | None, data: bytes) -> None:
         self.capture, self.data = capture, data
@@ -120,7 +85,7 @@ class _Decoder:
         return StructValue(ctype, fields, name=name)
 
     def _enum(self, ctype, base: StructType, element, offset, source, index, depth) -> Value:
-        chosen = active_variant(ctype, base, element, offset)
+        chosen = values.active_variant(base, element[offset:offset + type_size(base)])
         if not isinstance(chosen, Variant):
             return chosen
         member = chosen.member
