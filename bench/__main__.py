@@ -145,6 +145,7 @@ def run_info(plan: Plan, report: Report, binary: str, target_sites) -> None:
     report.info["small function"] = info.measure_lookup(binary, "function", "hot",
                                                         ["a", "b", "total"], plan.warm, 0)
     report.python_start = info.measure_python_start(plan.warm)
+    report.import_floor = info.measure_import_floor(plan.warm)
     report.dry_run = info.measure_dry_run(binary, GsCgen.script(target_sites["nop"], "hit"),
                                           plan.warm)
 
