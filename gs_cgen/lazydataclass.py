@@ -15,6 +15,14 @@ exec" below).
 
 Classes with `slots=True` are made at once: that option builds a new class,
 so the class object would change under its users.
+
+What it buys (issue #27 asks that it earn its place: > 20 ms of a real
+command): with `dataclass = dataclasses.dataclass` instead, median of 9
+runs each, byte-compiled, Dec 2026: `info` on a small binary 71 -> 123 ms,
+`info function` on libpython 80 -> 132 ms, `trace --dry-run` 134 ->
+243 ms. msgspec.Struct would mean rewriting every record's users
+(positional construction, `dataclasses.replace`, `fields`), for at best
+this decorator's gain.
 """
 from __future__ import annotations
 
