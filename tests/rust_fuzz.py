@@ -72,7 +72,7 @@ def fuzz(path: str, limit: int | None = None) -> Summary:
 def _function(module, modules, block, index, cu_offset, entry, summary: Summary) -> None:
     where = f"{entry.name} @0x{entry.ranges[0][0]:x}"
     try:
-        site = module._function_site(index.cu_at(cu_offset), entry)
+        site = module._functions.function_site(index.cu_at(cu_offset), entry)
         variables = module.variables_at(site.probe_address, site.frame_die)
     except GsError as exc:
         summary.outcomes[f"no site: {exc.message[:60]}"] += 1

@@ -156,6 +156,12 @@ class SymbolTable:
         return [s for s in found if _placed(s.address, s.kind.value)
                 and matches(spelling, s.version, s.hidden)]
 
+    def named_with_clones(self, name: str, kind: SymbolKind) -> list[Symbol]:
+        """named(), then GCC's suffixed copies of `name` (clones and
+        function-level statics: f.constprop.0, counter.1)."""
+        return self.named(name, kind) + [
+            s for n in self.suffixed_names(name) for s in self.named(n, kind)]
+
     def suffixed_names(self, name: str) -> list[str]:
         """Names that are `name` plus a dotted suffix (GCC's clones
         `f.constprop.0`, function-level statics `counter.1`), in table order."""
