@@ -1,6 +1,6 @@
 """Where gs-cgen keeps what it derives once and reuses across runs:
 `${XDG_CACHE_HOME:-~/.cache}/gs-cgen`. DWARF indexes live there by
-build-id (dwarf/cache.py), the script parser's tables by grammar digest
+build-id (indexcache.py), the script parser's tables by grammar digest
 (script/parser.py), the ABI's layouts by header digest (abi.py).
 GS_CGEN_NO_CACHE=1 turns every such cache off.
 

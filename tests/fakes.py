@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from gs_cgen.dwarf.model import (CodeLocation, FrameScope, FunctionSite, GlobalVariable, LineSite,
                                  LoadSegment, TlsSegment, VisibleVariable)
-from gs_cgen.dwarf.uprobe_insn import uprobe_handling, writes_only_stack
+from gs_cgen.elf.uprobe_insn import uprobe_handling, writes_only_stack
 from gs_cgen.errors import DebugInfoError, nearest
 
 INT = None  # filled below to avoid import cycles in type hints

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from gs_cgen.abi import abi
 from gs_cgen.dwarf import open_module
-from gs_cgen.dwarf.expression import decode_ops, shape
+from gs_cgen.dwarf.location.expression import decode_ops, shape
 from gs_cgen.dwarf.raw import ByteReader
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, ImplicitValue,
                                  InRegister, OptimizedOut, StaticAddress, UnsupportedLocation)

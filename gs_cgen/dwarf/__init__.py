@@ -1,4 +1,5 @@
-"""ELF + DWARF reading; the only package that imports pyelftools.
+"""DWARF reading (with gs_cgen/elf/, the only packages that import
+pyelftools).
 
 `open_module(path)` is the entry point; see module.py."""
 from gs_cgen.dwarf.module import ModuleDebugInfo, open_module

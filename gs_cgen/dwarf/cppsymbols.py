@@ -19,8 +19,8 @@ lookup; C modules have no `_Z` names at all.
 from __future__ import annotations
 
 from gs_cgen.cppnames import CppName, looks_like_cpp, matches, parse_cpp_name
-from gs_cgen.dwarf.demangle import available, demangle, is_rust_symbol
-from gs_cgen.dwarf.elf import Symbol, SymbolKind, SymbolTable
+from gs_cgen.elf.demangle import available, demangle, is_rust_symbol
+from gs_cgen.elf.image import Symbol, SymbolKind, SymbolTable
 
 
 def cpp_symbols(table: SymbolTable, name: str, kind: SymbolKind) -> list[tuple[Symbol, CppName]]:

@@ -30,7 +30,7 @@ import os
 import struct
 import zlib
 
-from gs_cgen.dwarf.elf import ElfImage
+from gs_cgen.elf.image import ElfImage
 from gs_cgen.errors import DebugInfoError
 from gs_cgen.lazydataclass import dataclass
 

@@ -14,14 +14,14 @@ import dataclasses
 from gs_cgen.cppnames import matches, parse_cpp_name
 from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_name,
                                       inlined_cpp_instances)
-from gs_cgen.dwarf.elf import SymbolKind
-from gs_cgen.dwarf.ifunc import implementation_name
+from gs_cgen.elf.image import SymbolKind
+from gs_cgen.elf.ifunc import implementation_name
 from gs_cgen.dwarf.index import FunctionEntry, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.inline import frame_function_name, is_rust_cu
 from gs_cgen.dwarf.model import FunctionSite
 from gs_cgen.dwarf.rustsymbols import demangled_path, rust_candidates, rust_qualified_names
 from gs_cgen.dwarf.sites import function_probe_address, inlined_instances, is_optimized_gcc
-from gs_cgen.dwarf.symvers import parse_spelling
+from gs_cgen.elf.symvers import parse_spelling
 from gs_cgen.errors import DebugInfoError, nearest
 
 # What GNU as records for a .S file (DWARF 5 section 7.12 leaves assembly

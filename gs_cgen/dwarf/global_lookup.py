@@ -12,12 +12,12 @@ import struct
 
 from gs_cgen.cppnames import normalize, parse_cpp_name
 from gs_cgen.dwarf.cppsymbols import cpp_qualified_names, cpp_symbols
-from gs_cgen.dwarf.elf import SymbolKind
+from gs_cgen.elf.image import SymbolKind
 from gs_cgen.dwarf.function_lookup import base_names
 from gs_cgen.dwarf.index import die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.model import GlobalVariable
 from gs_cgen.dwarf.rustsymbols import rust_static_names, rust_statics
-from gs_cgen.dwarf.tls import tls_expression_bytes
+from gs_cgen.dwarf.location.tls import tls_expression_bytes
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.errors import DebugInfoError
 
@@ -132,7 +132,7 @@ class GlobalLookup:
         return None
 
     def _variable_die_at(self, needle: bytes, names: set[str]):
-        # The location's bytes (DW_OP_addr, or the TLS shape of dwarf/tls.py):
+        # The location's bytes (DW_OP_addr, or the TLS shape of dwarf/location/tls.py):
         # search the raw bytes, then parse only the CU holding the hit.
         for pos in self._module._dwarf.find_bytes(needle, _SEARCH_LIMIT):
             die = self._die_enclosing(pos)

@@ -19,8 +19,8 @@ from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_TAG
 from elftools.dwarf.ranges import BaseAddressEntry
 
 from gs_cgen.dwarf.abbrev import FastAbbreviations
-from gs_cgen.dwarf.cache import IndexCache
-from gs_cgen.dwarf.elf import dwarf_section_bytes
+from gs_cgen.indexcache import IndexCache
+from gs_cgen.elf.image import dwarf_section_bytes
 from gs_cgen.dwarf.lineprogram import decode_rows
 from gs_cgen.dwarf.raw import (UnsupportedHeader, read_abbreviations, read_cu_line_info,
                               read_file_tables, read_top_level_dies, read_top_level_names)

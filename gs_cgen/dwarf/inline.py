@@ -20,7 +20,7 @@ from __future__ import annotations
 
 
 from gs_cgen.cppnames import parse_cpp_name
-from gs_cgen.dwarf.demangle import demangle
+from gs_cgen.elf.demangle import demangle
 from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.scopes import _frames, _scope_chain, _selected
 from gs_cgen.lazydataclass import dataclass

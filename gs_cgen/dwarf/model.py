@@ -6,6 +6,8 @@ from enum import Enum
 
 from gs_cgen.dwarf.types import CType
 from gs_cgen.lazydataclass import dataclass
+# ELF facts are part of what dwarf/ tells the planner.
+from gs_cgen.elf.model import IfuncSymbol, LoadSegment, TlsSegment  # noqa: F401
 
 
 # DWARF x86_64 register numbers (System V psABI, figure 3.36).
@@ -56,7 +58,7 @@ class ThreadLocal:
     """The object is in memory at `offset` in the module's thread-local
     storage block, for the thread that runs the probe (DW_OP_const8u N
     DW_OP_form_tls_address, or DW_OP_GNU_push_tls_address in DWARF 4:
-    dwarf/tls.py). Where that block is, is known only in a process."""
+    dwarf/location/tls.py). Where that block is, is known only in a process."""
 
     offset: int
 
@@ -89,7 +91,7 @@ class EntryValue:
 class InSimdRegister:
     """The value is in SIMD register N (DW_OP_reg17..32, xmm0..15) at the
     PC. No probe can read one (struct pt_regs has none). Internal to dwarf/:
-    dwarf/resolve.py makes it the register's entry value, from the callers'
+    dwarf/location/resolve.py makes it the register's entry value, from the callers'
     call sites, where the function cannot have written N yet."""
 
     dwarf_register: int
@@ -99,7 +101,7 @@ class InSimdRegister:
 class UnsupportedLocation:
     """A location expression this version cannot evaluate in BPF (pieces,
     memory reads, typed values, SIMD registers, ...); `reason` names the
-    operation and the expression (dwarf/expression.py)."""
+    operation and the expression (dwarf/location/expression.py)."""
 
     reason: str
 
@@ -107,7 +109,7 @@ class UnsupportedLocation:
 @dataclass(frozen=True)
 class ValueExpression:
     """A 64-bit value computed at run time (a DWARF expression compiled to
-    a tree, dwarf/expression.py). Nodes:
+    a tree, dwarf/location/expression.py). Nodes:
     ("const", n), ("reg", dwarf_reg, offset), ("static", link_address),
     ("deref", address, size) (size bytes, zero-extended),
     ("convert", x, size, signed) (truncate to size bytes, then extend),
@@ -445,16 +447,6 @@ class FunctionSite:
     frame_die: int | None = None
 
 
-@dataclass(frozen=True)
-class IfuncSymbol:
-    """A GNU indirect function (STT_GNU_IFUNC). Its symbol's address is a
-    resolver that ld.so calls once; the code that runs is what it returns."""
-
-    name: str                                  # as looked up: `memcpy@@GLIBC_2.14`
-    resolver: int
-    got_slots: tuple[int, ...]                 # R_X86_64_IRELATIVE slots ld.so fills with the choice
-    implementations: tuple[tuple[int, str], ...]   # (address, name) the resolver can return
-
 
 @dataclass(frozen=True)
 class LineSite:
@@ -473,27 +465,6 @@ class LineSite:
     statement: bool = True
 
 
-@dataclass(frozen=True)
-class LoadSegment:
-    """A PT_LOAD program header."""
-
-    vaddr: int
-    memsz: int
-    offset: int
-    filesz: int
-    executable: bool
-    writable: bool
-
-
-@dataclass(frozen=True)
-class TlsSegment:
-    """The PT_TLS program header: the module's TLS initialization image
-    (`filesz` bytes of .tdata at `vaddr`) and block size and alignment."""
-
-    vaddr: int
-    filesz: int
-    memsz: int
-    align: int
 
 
 @dataclass(frozen=True)

@@ -19,30 +19,30 @@ import os
 
 from elftools.common.exceptions import DWARFError, ELFError
 
-from gs_cgen.dwarf.cache import MIN_DEBUG_INFO, open_index_cache
-from gs_cgen.dwarf.callsites import tail_call_return
+from gs_cgen.indexcache import MIN_DEBUG_INFO, open_index_cache
+from gs_cgen.dwarf.location.callsites import tail_call_return
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable, UnwindRow
-from gs_cgen.dwarf.code import check_instruction_boundary
+from gs_cgen.elf.code import check_instruction_boundary
 from gs_cgen.dwarf.debugfile import find_debug_info
-from gs_cgen.dwarf.elf import ElfImage, Symbol, SymbolKind, dwarf_section_read
+from gs_cgen.elf.image import ElfImage, Symbol, SymbolKind, dwarf_section_read
 from gs_cgen.dwarf.function_lookup import FunctionLookup, parse_bare
 from gs_cgen.dwarf.global_lookup import GlobalLookup
-from gs_cgen.dwarf.ifunc import ifunc_symbol
+from gs_cgen.elf.ifunc import ifunc_symbol
 from gs_cgen.dwarf.index import DwarfIndex, die_name, origin_having
 from gs_cgen.dwarf.inline import SourceFrame, source_frames
 from gs_cgen.dwarf.line_lookup import LineLookup
-from gs_cgen.dwarf.locations import LocationReader
+from gs_cgen.dwarf.location.reader import LocationReader
 from gs_cgen.dwarf.model import (ArrayBound, CodeLocation, FrameScope, FunctionSite, GlobalVariable,
                                  IfuncSymbol, LineSite, LoadSegment, TlsSegment,
                                  UnsupportedLocation, VisibleVariable, register_name)
-from gs_cgen.dwarf.plt import PltStubs, in_plt_section, plt_stubs
-from gs_cgen.dwarf.relocs import copy_slot, dynamic_relocations, dynamic_symbol_names, import_slots
+from gs_cgen.elf.plt import PltStubs, in_plt_section, plt_stubs
+from gs_cgen.elf.relocs import copy_slot, dynamic_relocations, dynamic_symbol_names, import_slots
 from gs_cgen.dwarf.scopes import ScopeContext
 from gs_cgen.dwarf.sites import covering_line
 from gs_cgen.dwarf.type_lookup import TypeLookup
 from gs_cgen.dwarf.typebuild import TypeBuilder
 from gs_cgen.dwarf.types import CType
-from gs_cgen.dwarf.uprobe_insn import (UprobeHandling, probeable_successor, uprobe_handling,
+from gs_cgen.elf.uprobe_insn import (UprobeHandling, probeable_successor, uprobe_handling,
                                       uprobe_refusal, writes_only_stack)
 from gs_cgen.dwarf.variable_lookup import VariableLookup
 from gs_cgen.errors import DebugInfoError
@@ -151,7 +151,7 @@ class ModuleDebugInfo:
         return CallFrames(own, data, hdr.address if hdr else 0)
 
     def derived_cache(self):
-        """The on-disk cache by build-id (dwarf/cache.py) for what tools
+        """The on-disk cache by build-id (indexcache.py) for what tools
         derive from this module per address (unwind/memo.py); None without
         a build-id, or for a module cheap to decode: under MIN_DEBUG_INFO
         of .debug_info, as for the DWARF index, and under 64 KiB of
@@ -249,7 +249,7 @@ class ModuleDebugInfo:
         return plt_stubs(self._elf, self._relocations, self._dynamic_names)
 
     def plt_stub_name(self, vaddr: int) -> str | None:
-        """`NAME@plt` for an address in a PLT stub (dwarf/plt.py), as gdb
+        """`NAME@plt` for an address in a PLT stub (elf/plt.py), as gdb
         names it; None elsewhere."""
         if not in_plt_section(self._elf, vaddr):
             return None
@@ -440,12 +440,12 @@ class ModuleDebugInfo:
 
     def uprobe_handling(self, vaddr: int) -> UprobeHandling:
         """Whether a uprobe at instruction `vaddr` is emulated or
-        single-stepped by the kernel (dwarf/uprobe_insn.py)."""
+        single-stepped by the kernel (elf/uprobe_insn.py)."""
         return uprobe_handling(self._elf.read(vaddr, 15))
 
     def uprobe_refusal(self, vaddr: int) -> str | None:
         """Why the kernel would refuse a uprobe on instruction `vaddr`
-        (dwarf/uprobe_insn.py), None when it takes one."""
+        (elf/uprobe_insn.py), None when it takes one."""
         return uprobe_refusal(self._elf.read(vaddr, 15))
 
     def probeable_successor(self, vaddr: int) -> tuple[int, str] | None:
@@ -489,7 +489,7 @@ class ModuleDebugInfo:
     def tail_call_return(self, return_pc: int, callee_pc: int) -> int | None:
         """Where gdb shows a frame between a caller returning to `return_pc`
         and a frame at `callee_pc` that the function it called reached by a
-        tail call (dwarf/callsites.py tail_call_return); None when none."""
+        tail call (dwarf/location/callsites.py tail_call_return); None when none."""
         if not self.has_debug_info:
             return None
         key = (return_pc, callee_pc)

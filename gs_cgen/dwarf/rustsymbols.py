@@ -15,8 +15,8 @@ only the symbols containing the pattern's last identifier are looked at.
 from __future__ import annotations
 
 from gs_cgen.cppnames import CppName, matches, parse_cpp_name
-from gs_cgen.dwarf.demangle import rust_demangle
-from gs_cgen.dwarf.elf import Symbol, SymbolKind, SymbolTable
+from gs_cgen.elf.demangle import rust_demangle
+from gs_cgen.elf.image import Symbol, SymbolKind, SymbolTable
 
 
 def rust_candidates(table: SymbolTable, pattern: CppName,

@@ -53,7 +53,7 @@ import dataclasses
 from typing import Callable
 
 from gs_cgen.dwarf.index import DwarfIndex, die_name, inherited_attr, origin_having
-from gs_cgen.dwarf.locations import LocationReader, frame_base_from_ops, frame_base_label
+from gs_cgen.dwarf.location.reader import LocationReader, frame_base_from_ops, frame_base_label
 from gs_cgen.dwarf.model import (ArrayBound, FrameScope, LocationForm, OptimizedOut,
                                  UnsupportedLocation, VariableKind, VisibleVariable)
 from gs_cgen.dwarf.typebuild import TypeBuilder
@@ -342,7 +342,7 @@ class _FrameBase:
     @property
     def entry_pc(self) -> int | None:
         """The function's entry: where gdb applies empty location-list
-        entries (dwarf/locations.py _select_entry)."""
+        entries (dwarf/location/reader.py _select_entry)."""
         attr = self._die.attributes.get("DW_AT_entry_pc")
         if attr is not None and attr.form == "DW_FORM_addr":
             return attr.value

@@ -1,7 +1,7 @@
 """Parameters and locals at one PC, each located there: the scope rules
 are dwarf/scopes.py's, and what a location leaves open until the ELF
 file is at hand (entry values, discarded objects, TLS offsets) is decided
-here with dwarf/resolve.py.
+here with dwarf/location/resolve.py.
 
 A part of the module facade (dwarf/module.py): `module` is the
 ModuleDebugInfo it answers for."""
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from gs_cgen.dwarf.callsites import calls_to
+from gs_cgen.dwarf.location.callsites import calls_to
 from gs_cgen.dwarf.model import (ArrayBound, FrameScope, OptimizedOut, ThreadLocal,
                                  VariableLocation, VisibleVariable)
-from gs_cgen.dwarf.resolve import LocationResolver, ResolveContext
+from gs_cgen.dwarf.location.resolve import LocationResolver, ResolveContext
 from gs_cgen.dwarf.scopes import array_bound, frame_scope, locate_die, variable_at
 from gs_cgen.errors import DebugInfoError
 
@@ -70,7 +70,7 @@ class VariableLookup:
 
     def _resolved(self, hit, pc: int, found) -> list[VisibleVariable]:
         """What scopes.py cannot decide alone, decided with the ELF file
-        (dwarf/resolve.py)."""
+        (dwarf/location/resolve.py)."""
         resolver = self._location_resolver(hit, pc)
         out = []
         for variable in found:

@@ -49,7 +49,7 @@ class ProbeSite:
     # `break FUNC` (FunctionSite.frame_die); None: the innermost frame.
     frame_die: int | None = None
     # How the kernel runs the probed instruction: "emulated" or
-    # "single-stepped" (dwarf/uprobe_insn.py); '' when not known.
+    # "single-stepped" (elf/uprobe_insn.py); '' when not known.
     handling: str = ""
     # A function probe: the function's first instruction, when the
     # post-prologue `address` is past it (plan/sites.py place_probe).

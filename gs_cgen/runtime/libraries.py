@@ -29,7 +29,7 @@ import stat
 from collections import deque
 from dataclasses import field
 
-from gs_cgen.dwarf.dynamic import DynamicInfo, read_dynamic
+from gs_cgen.elf.dynamic import DynamicInfo, read_dynamic
 from gs_cgen.errors import DebugInfoError
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.runtime.ldcache import CacheFormatError, LdCache, read_cache

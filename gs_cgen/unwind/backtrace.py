@@ -131,7 +131,7 @@ def _tail_call_frames(callee: tuple, caller: PhysicalFrame, found: ModuleAt | No
     """gdb's frame for a function that the caller called and that reached
     the callee's frame by a tail call (a `jmp`, so no frame of its own on
     the stack): at its tail call's return PC, named by its innermost block
-    there (dwarf/callsites.py tail_call_return). Same module only."""
+    there (dwarf/location/callsites.py tail_call_return). Same module only."""
     callee_frame, callee_module = callee
     if found is None or callee_module is None or callee_module.module is not found.module or \
             caller.signal_trampoline or callee_frame.signal_trampoline:

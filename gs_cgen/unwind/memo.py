@@ -4,7 +4,7 @@ each machine frame, in memory for the session and on disk by build-id.
 
 Why per address: the events of one probe unwind through the same return
 addresses again and again, and a PC's row and frames depend only on the
-module's bytes, which its build-id names (dwarf/cache.py). Decoding them
+module's bytes, which its build-id names (indexcache.py). Decoding them
 is what makes a first backtrace slow (pyelftools parses the FDE, the CU's
 DIEs and abbreviations, .debug_aranges: ~0.4 s for python3.11's first
 PyDict_SetItem backtrace with a warm DWARF index, ~1.2 s cold); read back
@@ -37,7 +37,7 @@ class ModuleMemo:
     are remembered per address; everything else passes through."""
 
     def __init__(self, module, cache=None) -> None:
-        """`cache`: the module's dwarf/cache.py IndexCache, or None (no disk)."""
+        """`cache`: the module's indexcache.py IndexCache, or None (no disk)."""
         self._module = module
         self._cache = cache
         self._stamp = file_stamp(module)

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gs_cgen.dwarf.elf import ElfImage
+from gs_cgen.elf.image import ElfImage
 from tests.live.conftest import FIXTURES, REPO
 
 APP_DIR = "/opt/demo-in-container"

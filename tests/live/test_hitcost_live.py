@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gs_cgen.dwarf.uprobe_insn import UprobeHandling, uprobe_handling
+from gs_cgen.elf.uprobe_insn import UprobeHandling, uprobe_handling
 from tests.live.conftest import REPO, compile_fixture, gs_cgen
 
 KINDS = ("nop", "nop5", "nop6", "endbr", "push", "push_r12", "jmp", "mov")
@@ -113,7 +113,7 @@ def _xol_area_after_hits(binary: Path, kind: str) -> bool:
 
 
 def test_emulation_table_matches_the_running_kernel(optimized):
-    """dwarf/uprobe_insn.py says which instructions are emulated; the
+    """elf/uprobe_insn.py says which instructions are emulated; the
     kernel agrees when a probe's hits on them create no XOL area."""
     image = optimized.read_bytes()
     seen = {}

@@ -1,4 +1,4 @@
-"""Instructions the kernel refuses a uprobe on (dwarf/uprobe_insn.py
+"""Instructions the kernel refuses a uprobe on (elf/uprobe_insn.py
 uprobe_refusal), checked against the running kernel, and what a trace does
 about them: a function or line probe moves to the next instruction the
 kernel takes; an address probe is an error that names it. Before, a
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from gs_cgen.dwarf.uprobe_insn import uprobe_refusal
+from gs_cgen.elf.uprobe_insn import uprobe_refusal
 from tests.live.conftest import compile_fixture, gs_cgen
 
 KINDS = ("k_vpxor", "k_vmovdqu", "k_vmovups", "k_vpcmpeqb", "k_evex_vmovups", "k_notrack_jmp",

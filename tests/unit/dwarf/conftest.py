@@ -84,7 +84,7 @@ def gdb_text():
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_index_cache(tmp_path_factory):
-    """Keep the build-id index cache (gs_cgen/dwarf/cache.py) of fixture
+    """Keep the build-id index cache (gs_cgen/indexcache.py) of fixture
     binaries out of the user's ~/.cache."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))

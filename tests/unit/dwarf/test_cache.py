@@ -8,8 +8,8 @@ import subprocess
 import pytest
 from elftools.dwarf.dwarfinfo import DWARFInfo
 
-from gs_cgen.dwarf import cache as cache_mod
-from gs_cgen.dwarf.cache import IndexCache, open_index_cache
+from gs_cgen import indexcache as cache_mod
+from gs_cgen.indexcache import IndexCache, open_index_cache
 from gs_cgen.dwarf.index import DwarfIndex
 from gs_cgen.dwarf.module import ModuleDebugInfo
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gs_cgen.dwarf import open_module
-from gs_cgen.dwarf.demangle import demangle
+from gs_cgen.elf.demangle import demangle
 from gs_cgen.errors import DebugInfoError
 from tests.gdb_oracle import gdb_locations
 from tests.prerequisites import require

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from gs_cgen.dwarf import open_module
-from gs_cgen.dwarf.code import canonical_register
+from gs_cgen.elf.code import canonical_register
 from collections import namedtuple
 
-from gs_cgen.dwarf.callsites import translate_value
+from gs_cgen.dwarf.location.callsites import translate_value
 from gs_cgen.dwarf.model import CallSiteValue, InRegister, UnsupportedLocation, ValueExpression
 from gs_cgen.dwarf.types import IntType
 
@@ -122,7 +122,7 @@ def test_a_raw_hit_that_returns_outside_its_cus_code_is_no_call_site():
     parse (`internal error: KeyError: 3644`). A real one returns into a
     function of its own CU."""
     from types import SimpleNamespace as NS
-    from gs_cgen.dwarf.callsites import _in_its_cus_code
+    from gs_cgen.dwarf.location.callsites import _in_its_cus_code
     cu = NS(cu_offset=0x100)
     index = NS(in_code_of=lambda pc, cu_offset: 0x1000 <= pc < 0x2000 and cu_offset == cu.cu_offset)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from elftools.dwarf.structs import DWARFStructs
 
-from gs_cgen.dwarf.callsites import translate_value
-from gs_cgen.dwarf.expression import (BaseType, ExpressionContext, decode_ops, shape,
+from gs_cgen.dwarf.location.callsites import translate_value
+from gs_cgen.dwarf.location.expression import (BaseType, ExpressionContext, decode_ops, shape,
                                       translate_ops)
 from gs_cgen.dwarf.model import (AtRegisterOffset, Composite, ComputedAddress, ComputedValue,
                                  EntryValue, ImplicitBytes, ImplicitPointer, ImplicitValue,

@@ -5,7 +5,7 @@ from collections import namedtuple
 
 import pytest
 
-from gs_cgen.dwarf.locations import frame_base_from_ops, translate_ops
+from gs_cgen.dwarf.location.reader import frame_base_from_ops, translate_ops
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister, InSimdRegister,
                                  UnsupportedLocation)
 
@@ -55,7 +55,7 @@ def test_unsupported_shapes_name_the_operation(ops, culprit):
 
 
 def test_a_simd_register_is_left_to_the_resolver():
-    """dwarf/resolve.py decides: its entry value from a call site, or unsupported."""
+    """dwarf/location/resolve.py decides: its entry value from a call site, or unsupported."""
     assert translate_ops([Op("DW_OP_reg17", [])], _no_frame_base) == InSimdRegister(17)
 
 
@@ -75,7 +75,7 @@ def test_empty_entry_at_the_function_entry_is_applied_as_gdb_does():
     function's entry PC, and only there."""
     from elftools.dwarf.locationlists import LocationEntry
 
-    from gs_cgen.dwarf.locations import _select_entry
+    from gs_cgen.dwarf.location.reader import _select_entry
     entries = [LocationEntry(0, 0, 0x13a0, 0x13a0, [0x30, 0x9f], True),     # lit0 stack_value
                LocationEntry(0, 0, 0x13a0, 0x13e3, [0x32, 0x9f], True)]     # lit2 stack_value
     assert _select_entry(entries, 0, 0x13a0, entry_pc=0x13a0) == ([0x30, 0x9f], (0x13a0, 0x13a0))

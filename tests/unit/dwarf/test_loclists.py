@@ -1,4 +1,4 @@
-"""Location lists decoded from the raw bytes (dwarf/loclists.py) are
+"""Location lists decoded from the raw bytes (dwarf/location/loclists.py) are
 pyelftools' own, entry for entry, in DWARF 5 (.debug_loclists) and DWARF 4
 (.debug_loc); a list the decoder cannot read is left to pyelftools."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from gs_cgen.dwarf.loclists import RawLocationLists
+from gs_cgen.dwarf.location.loclists import RawLocationLists
 
 from .test_libpython import libpython  # noqa: F401 — the fixture
 
@@ -56,7 +56,7 @@ def test_libpython_lists_equal_pyelftools(libpython):  # noqa: F811
 
 
 def test_a_list_longer_than_the_first_read_is_read_again(binaries, monkeypatch):
-    import gs_cgen.dwarf.loclists as loclists
+    import gs_cgen.dwarf.location.loclists as loclists
     monkeypatch.setattr(loclists, "FIRST_READ", 3)     # every list runs past it
     assert _check(binaries["O2"]) > 10
     assert _check(binaries["O2-dwarf4"]) > 10

@@ -9,7 +9,7 @@ from collections import namedtuple
 import pytest
 
 from gs_cgen.dwarf import open_module
-from gs_cgen.dwarf.locations import frame_base_label, origin_of
+from gs_cgen.dwarf.location.reader import frame_base_label, origin_of
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, ImplicitValue, InRegister,
                                  LocationForm, LocationOrigin, OptimizedOut, UnsupportedLocation,
                                  VariableKind, VisibleVariable, describe_variable)

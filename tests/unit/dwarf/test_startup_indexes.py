@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from gs_cgen.dwarf import cache as cache_mod
-from gs_cgen.dwarf.elf import ElfImage, _pyelftools_headers
+from gs_cgen import indexcache as cache_mod
+from gs_cgen.elf.image import ElfImage, _pyelftools_headers
 from gs_cgen.dwarf.lines import cached_file_rows, file_rows
 from gs_cgen.dwarf.module import ModuleDebugInfo
 from gs_cgen.dwarf.sites import inlined_cache_key, inlined_instances
@@ -156,7 +156,7 @@ def test_raw_dynamic_info_equals_pyelftools(inlined_bin, symbols_lib):
     import os
     import sys
 
-    from gs_cgen.dwarf import dynamic
+    from gs_cgen.elf import dynamic
 
     libraries = sorted(glob.glob("/usr/lib/x86_64-linux-gnu/lib*.so*"))[:60]
     paths = [inlined_bin, symbols_lib, process_libc(), os.path.realpath(sys.executable),
@@ -207,7 +207,7 @@ def _was_read_whole(descriptor) -> bool:
 
 
 def test_a_section_read_in_pieces_then_whole_reads_the_same(inlined_bin):
-    from gs_cgen.dwarf.elf import dwarf_section_bytes, dwarf_section_read
+    from gs_cgen.elf.image import dwarf_section_bytes, dwarf_section_read
     with open(inlined_bin, "rb") as f:
         reference = ELFFile(f).get_section_by_name(".debug_info").data()
     section = ElfImage(inlined_bin).dwarf_info().debug_info_sec
@@ -229,7 +229,7 @@ def test_a_section_read_in_pieces_then_whole_reads_the_same(inlined_bin):
 
 def test_a_section_past_the_end_of_its_file_is_said_so_in_pieces_too(inlined_bin, tmp_path):
     import struct
-    from gs_cgen.dwarf.elf import dwarf_section_read
+    from gs_cgen.elf.image import dwarf_section_read
     from gs_cgen.errors import DebugInfoError
     # .debug_info's header claims 16 MiB more than the file holds.
     data = bytearray(open(inlined_bin, "rb").read())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gs_cgen.dwarf.elf import ElfImage
+from gs_cgen.elf.image import ElfImage
 
 from ..conftest import process_libc
 
@@ -53,7 +53,7 @@ def test_names_look_up_as_a_scan_of_the_rows_would(binaries, which):
 
 @pytest.mark.parametrize("which", ["O2", "libc"])
 def test_name_lists_equal_those_of_the_symbols(binaries, which):
-    from gs_cgen.dwarf.elf import SymbolKind
+    from gs_cgen.elf.image import SymbolKind
     table = ElfImage(process_libc() if which == "libc" else binaries[which]).symbols
     symbols = [s for name in table.by_name for s in table.by_name[name]]
     for kind in SymbolKind:

@@ -13,8 +13,8 @@ import pytest
 from tests.prerequisites import require
 
 from gs_cgen.dwarf import open_module
-from gs_cgen.dwarf.elf import ElfImage, SymbolKind
-from gs_cgen.dwarf.symvers import Spelling, parse_spelling
+from gs_cgen.elf.image import ElfImage, SymbolKind
+from gs_cgen.elf.symvers import Spelling, parse_spelling
 from gs_cgen.errors import DebugInfoError
 from tests.unit.conftest import process_libc, readelf
 
@@ -205,7 +205,7 @@ def test_version_definitions_equal_pyelftools_on_libc():
 
 
 def test_version_definitions_that_do_not_end_are_an_error():
-    from gs_cgen.dwarf.symvers import version_definitions
+    from gs_cgen.elf.symvers import version_definitions
     looping = struct.pack("<HHHHIII", 1, 0, 2, 1, 0, 20, 0) + struct.pack("<II", 0, 0)
     assert version_definitions(looping, b"V_1\0") == {2: "V_1"}
     cut = looping[:24]
@@ -217,7 +217,7 @@ def test_version_definitions_that_do_not_end_are_an_error():
 
 
 def test_unreadable_version_definitions_name_the_file(tmp_path):
-    from gs_cgen.dwarf.elf import ElfImage
+    from gs_cgen.elf.image import ElfImage
     libc = process_libc()
     image = ElfImage(libc)
     image.section_bytes = lambda name: b"\x01\x00" * 10 if name == ".gnu.version_d" else b""

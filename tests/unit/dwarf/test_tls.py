@@ -1,4 +1,4 @@
-"""Thread-local variables in DWARF (dwarf/tls.py and ModuleDebugInfo):
+"""Thread-local variables in DWARF (dwarf/location/tls.py and ModuleDebugInfo):
 the expression shapes gcc writes for `__thread` / `_Thread_local` at -O0
 and -O2, in DWARF 5 (DW_OP_form_tls_address) and -gdwarf-4
 (DW_OP_GNU_push_tls_address), in an executable and in a shared library.
@@ -18,10 +18,10 @@ from types import SimpleNamespace
 import pytest
 
 from gs_cgen.dwarf import open_module
-from gs_cgen.dwarf.expression import translate_ops
+from gs_cgen.dwarf.location.expression import translate_ops
 from gs_cgen.dwarf.model import (ThreadLocal, UnsupportedLocation, VariableKind,
                                  describe_location)
-from gs_cgen.dwarf.tls import tls_expression_bytes, tls_location, tls_offset
+from gs_cgen.dwarf.location.tls import tls_expression_bytes, tls_location, tls_offset
 from gs_cgen.dwarf.types import type_name
 from gs_cgen.info import describe
 from gs_cgen.plan.modules import ModuleSet

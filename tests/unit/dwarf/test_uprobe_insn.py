@@ -1,11 +1,11 @@
 """The kernel's uprobe emulation table (Linux 6.16-6.18
-arch/x86/kernel/uprobes.c), as dwarf/uprobe_insn.py encodes it;
+arch/x86/kernel/uprobes.c), as elf/uprobe_insn.py encodes it;
 tests/live/test_hitcost_live.py checks it against the running kernel."""
 from __future__ import annotations
 
 import pytest
 
-from gs_cgen.dwarf.uprobe_insn import (UprobeHandling, probeable_successor, uprobe_handling,
+from gs_cgen.elf.uprobe_insn import (UprobeHandling, probeable_successor, uprobe_handling,
                                       uprobe_refusal, writes_only_stack)
 
 EMULATED, STEPPED = UprobeHandling.EMULATED, UprobeHandling.SINGLE_STEPPED

@@ -15,7 +15,7 @@ import pytest
 
 from tests.prerequisites import require
 
-from gs_cgen.dwarf.dynamic import read_dynamic
+from gs_cgen.elf.dynamic import read_dynamic
 from gs_cgen.errors import DebugInfoError
 from gs_cgen.runtime.libraries import (CACHE_LABEL, DEFAULT_DIRS, LoaderEnvironment,
                                        MissingLibrary, library_closure, loader_environment,

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 
-from gs_cgen.dwarf.cache import IndexCache
+from gs_cgen.indexcache import IndexCache
 from gs_cgen.dwarf.cfi import CfaRule, RegisterRule, RuleKind, UnwindRow
 from gs_cgen.dwarf.inline import SourceFrame
 from gs_cgen.unwind.memo import ENTRY, ModuleMemo, decode_memo, encode_memo, file_stamp

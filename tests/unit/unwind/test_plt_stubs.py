@@ -1,12 +1,12 @@
-"""PLT stubs named as gdb's `bt` names them (dwarf/plt.py): the layouts ld
+"""PLT stubs named as gdb's `bt` names them (elf/plt.py): the layouts ld
 emits, decoded from bytes (the stub's `jmp *slot(%rip)` -> the relocation
 binding that slot). Bytes as objdump shows them for tests/fixtures/unwind."""
 from __future__ import annotations
 
 import struct
 
-from gs_cgen.dwarf.plt import decode_plt_stubs
-from gs_cgen.dwarf.relocs import R_X86_64_GLOB_DAT, R_X86_64_IRELATIVE, R_X86_64_JUMP_SLOT, \
+from gs_cgen.elf.plt import decode_plt_stubs
+from gs_cgen.elf.relocs import R_X86_64_GLOB_DAT, R_X86_64_IRELATIVE, R_X86_64_JUMP_SLOT, \
     Relocation
 
 NAMES = ["", "chain_signal", "puts", "chain_enter", "__cxa_finalize"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from gs_cgen.dwarf.expression import (CONSTANT_OPS, breg_operands, decode_ops, is_simd, numbered,
+from gs_cgen.dwarf.location.expression import (CONSTANT_OPS, breg_operands, decode_ops, is_simd, numbered,
                                       register_operand)
 from gs_cgen.dwarf.index import DwarfIndex, die_name
 from gs_cgen.dwarf.model import ValueExpression, register_name

@@ -1,6 +1,6 @@
 """DW_AT_location (an expression or a location list) -> VariableLocation at
 one PC: the list entry that covers the PC is chosen here, its expression is
-evaluated by dwarf/expression.py. Every outcome is a VariableLocation;
+evaluated by dwarf/location/expression.py. Every outcome is a VariableLocation;
 DWARF that cannot be decoded or evaluated is an UnsupportedLocation with
 the reason, never an exception (DESIGN.md "Reads never lie").
 """
@@ -12,8 +12,8 @@ from typing import Callable
 
 from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry
 
-from gs_cgen.dwarf.loclists import RawLocationLists
-from gs_cgen.dwarf.expression import (CONSTANT_OPS, DECODE_ERRORS, BaseType, ExpressionContext,
+from gs_cgen.dwarf.location.loclists import RawLocationLists
+from gs_cgen.dwarf.location.expression import (CONSTANT_OPS, DECODE_ERRORS, BaseType, ExpressionContext,
                                       FrameBase, breg_operands, decode_ops, numbered,
                                       register_operand, translate_ops)
 from gs_cgen.dwarf.model import (AtRegisterOffset, ImplicitBytes, InRegister, ImplicitValue, LocationForm, LocationOrigin,
@@ -30,7 +30,7 @@ class LocationReader:
 
     def __init__(self, dwarfinfo, cu_base: Callable, section_read: Callable | None = None) -> None:
         """`section_read(section, offset, size)`: bytes of a DWARF section,
-        for decoding location lists without pyelftools (dwarf/loclists.py)."""
+        for decoding location lists without pyelftools (dwarf/location/loclists.py)."""
         self._dwarfinfo = dwarfinfo
         lists = dwarfinfo.location_lists()
         self._lists = RawLocationLists(dwarfinfo, lists, section_read) \

@@ -8,11 +8,11 @@ is runtime/ work (runtime/ifunc.py). Here are the facts it needs.
 """
 from __future__ import annotations
 
-from gs_cgen.dwarf.code import rip_relative_targets
-from gs_cgen.dwarf.elf import ElfImage, SymbolKind, SymbolTable
-from gs_cgen.dwarf.model import IfuncSymbol
-from gs_cgen.dwarf.relocs import Relocation, irelative_slots
-from gs_cgen.dwarf.symvers import parse_spelling
+from gs_cgen.elf.code import rip_relative_targets
+from gs_cgen.elf.image import ElfImage, SymbolKind, SymbolTable
+from gs_cgen.elf.model import IfuncSymbol
+from gs_cgen.elf.relocs import Relocation, irelative_slots
+from gs_cgen.elf.symvers import parse_spelling
 from gs_cgen.errors import DebugInfoError
 
 

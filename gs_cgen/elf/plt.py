@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 
-from gs_cgen.dwarf.relocs import R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT, Relocation
+from gs_cgen.elf.relocs import R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT, Relocation
 from gs_cgen.lazydataclass import dataclass
 
 PLT_SECTIONS = (".plt", ".plt.sec", ".plt.got")
@@ -83,7 +83,7 @@ def _jump_slot(entry: bytes, address: int) -> int | None:
 
 
 def plt_stubs(image, relocations: list[Relocation], names: list[str]) -> PltStubs:
-    """The stubs of an ElfImage (dwarf/elf.py); none when it has no PLT."""
+    """The stubs of an ElfImage (elf/image.py); none when it has no PLT."""
     sections = []
     for name in PLT_SECTIONS:
         section = image.section(name)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gs_cgen.dwarf.callsites import call_site_parameter_values, call_site_values
-from gs_cgen.dwarf.code import registers_written
-from gs_cgen.dwarf.expression import is_simd, simd_location
+from gs_cgen.dwarf.location.callsites import call_site_parameter_values, call_site_values
+from gs_cgen.elf.code import registers_written
+from gs_cgen.dwarf.location.expression import is_simd, simd_location
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Composite,
                                  ComputedAddress, ComputedValue, EntryValue, ImplicitPointer,
                                  InRegister, InSimdRegister, OptimizedOut, Piece, StaticAddress,
@@ -29,7 +29,7 @@ class ResolveContext:
     ranges: list                                  # the function's address ranges, entry first
     cu_offset: int                                # the function's CU (CU-relative references)
     call_sites: Callable[[], list]                # () -> the DIEs of the calls to the function,
-                                                  # in every CU (dwarf/callsites.py calls_to)
+                                                  # in every CU (dwarf/location/callsites.py calls_to)
     cfa: Callable                                 # () -> (reg, offset) | VariableLocation
     saved_registers: Callable[[], dict]           # () -> {reg: N}: saved at CFA + N (CFI)
     locate_die: Callable[[int], VariableLocation]  # DIE offset -> its location at the PC

@@ -26,7 +26,7 @@ def _x86_64_decoder():
 def check_instruction_boundary(elf, vaddr: int, plt_stub=None) -> str:
     """The enclosing function's name; DebugInfoError when `vaddr` is not in
     code or falls inside an instruction. `plt_stub`: the PLT stub covering
-    `vaddr` (a Symbol, dwarf/plt.py), which no symbol table lists."""
+    `vaddr` (a Symbol, elf/plt.py), which no symbol table lists."""
     seg = elf.segment_of(vaddr)
     if seg is None or not seg.executable:
         raise DebugInfoError(f"address 0x{vaddr:x} is not in a code segment of '{elf.path}'",

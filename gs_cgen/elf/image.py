@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 from elftools.common.exceptions import ELFError
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_P_TYPE_BASE
 
-from gs_cgen.dwarf import cache as cache_mod
-from gs_cgen.dwarf.cache import open_index_cache
-from gs_cgen.dwarf.demangle import is_rust_symbol
-from gs_cgen.dwarf.model import LoadSegment, TlsSegment
-from gs_cgen.dwarf.symvers import (dynamic_versions, matches, parse_spelling, spell,
+from gs_cgen import indexcache as cache_mod
+from gs_cgen.indexcache import open_index_cache
+from gs_cgen.elf.demangle import is_rust_symbol
+from gs_cgen.elf.model import LoadSegment, TlsSegment
+from gs_cgen.elf.symvers import (dynamic_versions, matches, parse_spelling, spell,
                                    version_definitions, version_of)
 from gs_cgen.errors import DebugInfoError
 from gs_cgen.lazydataclass import dataclass

@@ -33,7 +33,7 @@ from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, Composite, Compute
                                  ImplicitValue, InRegister, InSimdRegister, OptimizedOut, Piece,
                                  StaticAddress, UnsupportedLocation, ValueExpression,
                                  VariableLocation, register_name)
-from gs_cgen.dwarf.tls import tls_location
+from gs_cgen.dwarf.location.tls import tls_location
 from gs_cgen.lazydataclass import dataclass
 
 FIRST_SIMD_REGISTER = 17       # xmm0 in the x86_64 psABI DWARF numbering
@@ -202,7 +202,7 @@ def translate_ops(ops, context: "ExpressionContext | FrameBase") -> VariableLoca
     """The location a parsed expression (list of DWARFExprOp) describes."""
     if not ops:
         return OptimizedOut("optimized out")
-    if (thread_local := tls_location(ops)) is not None:     # __thread: dwarf/tls.py
+    if (thread_local := tls_location(ops)) is not None:     # __thread: dwarf/location/tls.py
         return thread_local
     if not isinstance(context, ExpressionContext):
         context = ExpressionContext(context)
@@ -298,7 +298,7 @@ class _Evaluation:
             self.entry_value(op)
         elif name == "DW_OP_GNU_parameter_ref":
             # A parameter GCC removed from this clone: its value at entry,
-            # which only the callers' call sites know (dwarf/resolve.py).
+            # which only the callers' call sites know (dwarf/location/resolve.py).
             self.push(("param", op.args[0]))
         elif name != "DW_OP_nop":
             self.stack_op(op)
