@@ -30,7 +30,7 @@ from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Imp
                                  InRegister, OptimizedOut, StaticAddress, UnsupportedLocation)
 from gs_cgen.emit.program import emit_program
 from gs_cgen.errors import DebugInfoError
-from gs_cgen.plan.build import PlanOptions, plan_probe
+from gs_cgen.plan.probe import PlanOptions, plan_probe
 from gs_cgen.plan.model import NoCapture, PidNamespace, Plan, ProbeSite
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import SiteScope, block_scopes

@@ -22,7 +22,7 @@ from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.inline import is_rust_cu
 from gs_cgen.emit.program import emit_program
 from gs_cgen.errors import GsError
-from gs_cgen.plan.build import plan_probe
+from gs_cgen.plan.probe import plan_probe
 from gs_cgen.plan.model import NoCapture, Plan, ProbeSite
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.plan.scope import SiteScope

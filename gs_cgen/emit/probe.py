@@ -31,6 +31,7 @@ from gs_cgen.emit.scalar import emit_scalar
 from gs_cgen.emit.writer import CWriter
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import ir
+from gs_cgen.plan.retprobe import ENTRY_IP_SLOT, record_offsets
 from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
                                  CompositeCapture, DeepCapture, DumpCapture, EntryCapture, IfStep,
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
@@ -242,9 +243,11 @@ def _own_module_offsets(w: CWriter, probe: ProbePlan, cookie: int) -> None:
     explodes (the 150-print arith differential probe failed with E2BIG;
     reloaded from the stack, as the map value was, it loads)."""
     if probe.site.at_return:
-        # At a return, ip is the caller's: the entry probe recorded its own.
-        from gs_cgen.emit.retprobe import entry_bias  # noqa: PLC0415
-        w.line(f"volatile __u64 gs_bias = {entry_bias(probe)};")
+        # At a return, ip is the caller's: the entry probe recorded its own
+        # in the call's record (emit/retprobe.py).
+        _, data = record_offsets(probe.entry, ENTRY_IP_SLOT)
+        w.line(f"volatile __u64 gs_bias = *(const __u64 *)(gs_rec + {data}) - "
+               f"{c.u64_literal(probe.entry.site.address)};")
         return
     w.line(f"volatile __u64 gs_bias = {c.register_variable('ip')} - "
            f"{c.u64_literal(probe.site.address)};")

@@ -18,7 +18,7 @@ from gs_cgen.abi import abi
 from gs_cgen.emit import c
 from gs_cgen.emit.probe import drop_function, emit_probe, emit_record_fill
 from gs_cgen.plan.model import ProbePlan
-from gs_cgen.plan.retprobe import (CFA_SLOT, ENTRY_IP_SLOT, RETURN_ADDRESS_SLOT,
+from gs_cgen.plan.retprobe import (CFA_SLOT, RETURN_ADDRESS_SLOT,
                                    record_offsets)
 
 
@@ -111,10 +111,3 @@ def _return_function(probe: ProbePlan) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def entry_bias(probe: ProbePlan) -> str:
-    """The module's load bias at a return: the entry probe's pc minus its
-    link-time address (emit/probe.py _own_module_offsets)."""
-    _, data = record_offsets(probe.entry, ENTRY_IP_SLOT)
-    return f"*(const __u64 *)(gs_rec + {data}) - {c.u64_literal(probe.entry.site.address)}"

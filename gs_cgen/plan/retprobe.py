@@ -30,7 +30,8 @@ from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith, ir
 from gs_cgen.dwarf.model import VariableKind
 from gs_cgen.dwarf.types import type_size
-from gs_cgen.plan.build import SLOT_HEADER_SIZE, PlanOptions, _align, _layout, _ProbeBuilder
+from gs_cgen.plan.options import PlanOptions
+from gs_cgen.plan.probe import SLOT_HEADER_SIZE, ProbeBuilder, align, lay_out
 from gs_cgen.plan.expr import ExprPlanner
 from gs_cgen.plan.limits import event_limit
 from gs_cgen.plan.locations import PT_REGS_FIELD
@@ -151,7 +152,7 @@ class RecordedValue:
 
 
 @dataclass
-class EntryRecorder(_ProbeBuilder):
+class EntryRecorder(ProbeBuilder):
     """Plans the entry probe: the key slots, then each distinct
     `$entry(expr)` the return block names, in order of first use."""
 
@@ -205,7 +206,7 @@ class EntryRecorder(_ProbeBuilder):
         the header, one bitmap word, then 8-byte-aligned slots)."""
         offset = abi().structs["gs_event_hdr"].size + 8
         for spec in self.slots[:index]:
-            offset += SLOT_HEADER_SIZE + _align(spec.size, 8)
+            offset += SLOT_HEADER_SIZE + align(spec.size, 8)
         return offset
 
     def finish(self, return_site: ProbeSite) -> tuple[ProbePlan, ProbePlan | None]:
@@ -216,7 +217,7 @@ class EntryRecorder(_ProbeBuilder):
         values: it fills them into the record the record probe stored. A
         call that returns before reaching it has them unavailable."""
         steps = (PrintStep(0, tuple(range(len(self.slots)))),)
-        plan = _layout(self.site, self.slots, [], steps, event_limit(self.options.transport))
+        plan = lay_out(self.site, self.slots, [], steps, event_limit(self.options.transport))
         for value in self.recorded.values():
             assert plan.slots[value.slot].offset == value.status_offset
         start = dataclasses.replace(return_site, at_return=False)
@@ -252,7 +253,7 @@ def entry_timestamp_offset() -> int:
 # ------------------------------------------------------------ the return
 
 @dataclass
-class ReturnBuilder(_ProbeBuilder):
+class ReturnBuilder(ProbeBuilder):
     """Plans the return probe's block: `$retval`, `$duration`, `$entry()`
     and globals; parameters and locals are refused."""
 

@@ -21,7 +21,7 @@ import json
 from gs_cgen.abi import abi
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import AggregationKeyKind, AggregationPlan
-from gs_cgen.render.decode import ValueStatus, status_of
+from gs_cgen.render.status import ValueStatus, status_of
 from gs_cgen.render.text import format_value, value_json
 from gs_cgen.render.values import StringValue, decode_integer
 

@@ -7,52 +7,18 @@ from __future__ import annotations
 
 import functools
 import struct
-from enum import Enum
 
 from gs_cgen.abi import abi
 from gs_cgen.dwarf.types import type_size
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith
 from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DeepCapture,
-                                DumpCapture,
-                                EntryCapture, KnownBytesCapture, MemoryCapture, NoCapture,
-                                ProbePlan, ScalarCapture, StringCapture, ValueSlot,
+                                DumpCapture, EntryCapture, KnownBytesCapture, MemoryCapture,
+                                NoCapture, ProbePlan, ScalarCapture, StringCapture, ValueSlot,
                                 VariableArrayCapture)
-
-
-class ValueStatus(Enum):
-    OK = "ok"
-    OPTIMIZED_OUT = "optimized_out"
-    UNAVAILABLE = "unavailable"
-    NULL_DEREF = "null_deref"
-    READ_ERROR = "read_error"
-    ACCESS_ERROR = "access_error"
-    TRUNCATED = "truncated"
-    OFFSETS_UNAVAILABLE = "offsets_unavailable"
-    ZERO_LENGTH = "zero_length"
-    DIV_BY_ZERO = "division_by_zero"
-    TLS_UNAVAILABLE = "tls_unavailable"
-    TLS_NOT_ALLOCATED = "tls_not_allocated"
-    LENGTH_OVER_LIMIT = "length_over_limit"
-    SHIFT_RANGE = "shift_count_out_of_range"
-
-
-_STATUS_NAMES = {
-    "GS_STATUS_OK": ValueStatus.OK,
-    "GS_STATUS_NULL_DEREF": ValueStatus.NULL_DEREF,
-    "GS_STATUS_READ_ERROR": ValueStatus.READ_ERROR,
-    "GS_STATUS_ACCESS_ERROR": ValueStatus.ACCESS_ERROR,
-    "GS_STATUS_TRUNCATED": ValueStatus.TRUNCATED,
-    "GS_STATUS_OFFSETS_UNAVAILABLE": ValueStatus.OFFSETS_UNAVAILABLE,
-    "GS_STATUS_ZERO_LENGTH": ValueStatus.ZERO_LENGTH,
-    "GS_STATUS_OPTIMIZED_OUT": ValueStatus.OPTIMIZED_OUT,
-    "GS_STATUS_DIV_BY_ZERO": ValueStatus.DIV_BY_ZERO,
-    "GS_STATUS_UNAVAILABLE": ValueStatus.UNAVAILABLE,
-    "GS_STATUS_TLS_UNAVAILABLE": ValueStatus.TLS_UNAVAILABLE,
-    "GS_STATUS_TLS_NOT_ALLOCATED": ValueStatus.TLS_NOT_ALLOCATED,
-    "GS_STATUS_LENGTH_OVER_LIMIT": ValueStatus.LENGTH_OVER_LIMIT,
-    "GS_STATUS_SHIFT_RANGE": ValueStatus.SHIFT_RANGE,
-}
+from gs_cgen.render import values
+from gs_cgen.render.rust import decode_rust
+from gs_cgen.render.status import ValueStatus, status_of
 
 
 @dataclass(frozen=True)
@@ -106,23 +72,13 @@ def decode(raw: bytes, probe: ProbePlan) -> Event:
         executed |= value << (64 * word)
     masks = probe.slot_line_masks
     # Slots of lines that did not run hold stale scratch bytes: never decode them.
-    values = tuple(decode_slot(raw, slot) if executed & mask else None
-                   for slot, mask in zip(probe.slots, masks))
+    decoded = tuple(decode_slot(raw, slot) if executed & mask else None
+                    for slot, mask in zip(probe.slots, masks))
     return Event(hdr["probe_id"], hdr["pid"], hdr["tid"], hdr["host_pid"], hdr["host_tid"],
-                 hdr["timestamp_ns"], executed, values, hdr["key_pid"])
-
-
-@functools.lru_cache(maxsize=None)
-def _status_by_code() -> dict[int, ValueStatus]:
-    return {abi().constants[name]: status for name, status in _STATUS_NAMES.items()}
-
-
-def status_of(code: int) -> ValueStatus:
-    return _status_by_code().get(code, ValueStatus.READ_ERROR)
+                 hdr["timestamp_ns"], executed, decoded, hdr["key_pid"])
 
 
 def decode_slot(raw: bytes, slot: ValueSlot):
-    from gs_cgen.render import values  # noqa: PLC0415 — values imports ValueStatus from here
     capture = slot.capture
     if isinstance(capture, EntryCapture):      # copied from the entry probe's own slot
         capture = capture.original
@@ -149,7 +105,6 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         case MemoryCapture(ctype=ctype, size=size):
             return memory_value(ctype, data, size, address)
         case DeepCapture(ctype=ctype):
-            from gs_cgen.render.rust import decode_rust  # noqa: PLC0415
             return decode_rust(ctype, data, address, capture)
         case CompositeCapture(ctype=ctype, size=size, gaps=gaps, raw=True):
             return values.decode_raw(ctype, data[:size], gaps)
@@ -174,7 +129,6 @@ def decode_slot(raw: bytes, slot: ValueSlot):
 
 def scalar_value(ctype, number: int):
     """The value of a ScalarCapture whose 64-bit register held `number`."""
-    from gs_cgen.render import values  # noqa: PLC0415
     if arith.is_integer(ctype) or ctype is None:
         return values.decode_integer(ctype, number)
     size = min(type_size(ctype), 8)
@@ -184,7 +138,6 @@ def scalar_value(ctype, number: int):
 def memory_value(ctype, data: bytes, size: int, address: int):
     """The value of a MemoryCapture that copied `size` bytes (`data`) from
     `address`; fewer than the type's size when the copy was capped."""
-    from gs_cgen.render import values  # noqa: PLC0415
     return values.decode_object(ctype, data[:size], size < type_size(ctype), address=address)
 
 

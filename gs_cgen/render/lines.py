@@ -9,7 +9,8 @@ from gs_cgen.plan import ir
 from gs_cgen.plan.model import (BacktraceLine, DumpRef, capture_scalars, ExprErrorLine, ExprLine, FormatLine, ProbePlan,
                                 ScriptString, SlotRef)
 from gs_cgen.render.backtrace import backtrace_lines
-from gs_cgen.render.decode import Backtrace, Dump, Event, ValueStatus
+from gs_cgen.render.decode import Backtrace, Dump, Event
+from gs_cgen.render.status import ValueStatus
 from gs_cgen.render.values import ErrorValue
 from gs_cgen.render.text import (TLS_NOT_ALLOCATED_TEXT, TLS_UNAVAILABLE_TEXT, escape_bytes,
                                  format_dump, format_value, length_over_limit_text, value_json,

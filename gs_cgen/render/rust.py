@@ -13,7 +13,7 @@ from gs_cgen.plan.follows import follow_key
 from gs_cgen.plan.model import DeepCapture
 from gs_cgen.printers import rust
 from gs_cgen.render import values
-from gs_cgen.render.decode import ValueStatus, status_of
+from gs_cgen.render.status import ValueStatus, status_of
 from gs_cgen.render.values import (ArrayValue, ErrorValue, MapValue, StringValue, StructValue,
                                    TupleValue, UnitValue, Value, VariantValue)
 

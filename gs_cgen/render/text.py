@@ -10,7 +10,7 @@ from __future__ import annotations
 from gs_cgen.dwarf.types import (CType, FloatFormat, PointerType, StructType, strip,
                                  type_name, type_size)
 from gs_cgen.render import floats
-from gs_cgen.render.decode import ValueStatus
+from gs_cgen.render.status import ValueStatus
 from gs_cgen.render.values import (ArrayValue, BoolValue, ComplexValue, EnumValue, ErrorValue,
                                    FloatValue, IntValue, MapValue, PointerValue, StringValue,
                                    StructValue, TupleValue, UnitValue, UnknownReason, UnknownValue, Value,
@@ -108,7 +108,6 @@ def rust_float_text(number: float, fmt: FloatFormat) -> str:
     magnitude = abs(number)
     if magnitude != 0 and (magnitude < 1e-5 or magnitude >= 1e16):
         mantissa, _, exponent = f"{float(text):e}".partition("e")
-        digits = repr(float(text)).split("e")[0] if "e" in repr(float(text)) else None
         mantissa = _shortest_mantissa(float(text))
         return f"{mantissa}e{int(exponent)}"
     if "e" in text:

@@ -20,7 +20,7 @@ from gs_cgen.dwarf.types import (ArrayType, BaseClass, BoolType, ComplexType, CT
                                  type_name, type_size)
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.render import floats
-from gs_cgen.render.decode import ValueStatus
+from gs_cgen.render.status import ValueStatus
 
 MAX_DEPTH = 4   # docs/rendering.md: structs nested deeper than 4 render `{...}`
 

@@ -1,8 +1,8 @@
 """Why a condition failed, as its ExprError line says it: an address only
 where a read was made; what is optimized out by name."""
 from gs_cgen.plan import ir
-from gs_cgen.plan.build import _optimized_out_operands
-from gs_cgen.render.decode import ValueStatus
+from gs_cgen.plan.probe import _optimized_out_operands
+from gs_cgen.render.status import ValueStatus
 from gs_cgen.render.lines import expr_error_reason
 from gs_cgen.render.values import ErrorValue
 

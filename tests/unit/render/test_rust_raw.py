@@ -10,7 +10,7 @@ import struct
 
 from gs_cgen.dwarf.types import (IntType, PointerType, StructMember, StructType, Variant,
                                  VariantPart)
-from gs_cgen.render.decode import ValueStatus
+from gs_cgen.render.status import ValueStatus
 from gs_cgen.render.text import format_value, value_json
 from gs_cgen.render.values import ErrorValue, decode_raw
 

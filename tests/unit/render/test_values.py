@@ -21,7 +21,7 @@ from tests.prerequisites import require
 from gs_cgen.dwarf import open_module
 from gs_cgen.dwarf.types import (ArrayType, BoolType, EnumType, FloatType, IntType, PointerType,
                                  TypedefType, type_name, type_size)
-from gs_cgen.render.decode import ValueStatus
+from gs_cgen.render.status import ValueStatus
 from gs_cgen.render.text import format_dump, format_value, value_json, value_status
 from gs_cgen.render.values import (BoolValue, EnumValue, IntValue, PointerValue, StringValue,
                                    decode_cstring, decode_integer, decode_object, error_value)
