@@ -30,7 +30,7 @@ def record(target: Target, timeout: float = 600) -> GdbRun:
         request, result = Path(scratch) / "request.json", Path(scratch) / "result.json"
         request.write_text(json.dumps({
             "result": str(result), "entry": entry_point(target.argv[0]),
-            "string_cap": STRING_CAP, "language": "rust" if target.raw_layout else "c",
+            "string_cap": STRING_CAP, "language": target.language,
             "sites": [{"id": s.key, "module": s.module, "address": s.address,
                        "function": s.pattern if s.by_function else None,
                        "globals": list(s.globals)} for s in target.sites]}))

@@ -4,7 +4,7 @@
         -ex "set language auto" -x gdb_script.py --args PROG
 
 REQUEST.json: {"result": PATH, "entry": vaddr of PROG's entry point,
-"string_cap": N, "language": "c"|"rust", "sites": [{"id", "module", "address", "function", "globals"}]},
+"string_cap": N, "language": "c"|"rust"|"cpp", "sites": [{"id", "module", "address", "function", "globals"}]},
 where `address` is a module virtual address, `module` the module's real
 path and `function` null, or the name whose `break FUNC` location this is.
 
@@ -23,13 +23,17 @@ turns them into the canonical form):
   {"k": "float", "bits": HEX, "size": 2|4|8}    the IEEE bits
   {"k": "ldouble", "bits": HEX}                  x87 80-bit extended, its 80 bits
   {"k": "enum", "v": N, "name": first enumerator with that value or null}
-  {"k": "ptr", "v": N}          {"k": "synthetic", "pointee": RAW} for DW_OP_implicit_pointer
+  {"k": "ptr", "v": N}          {"k": "synthetic", "pointee": RAW} for DW_OP_implicit_pointer;
+                                a C++ reference: a variable as its referent's RAW,
+                                a member as the address it holds
   {"k": "cstr", "null": true} | {"k": "cstr", "ptr": N, "hex": BYTES, "end": "nul"|"cap"}
                                 | {"k": "cstr", "ptr": N, "unreadable": true}
                                 a top-level char pointer: the string it points to
   {"k": "chars", "hex": BYTES}  a char array, up to its first NUL
   {"k": "struct", "fields": [[NAME, RAW], ...]}   anonymous members flattened;
-                                _Complex as a struct of "real" and "imag"
+                                _Complex as a struct of "real" and "imag"; a C++
+                                base as its member `<Base>` (gdb's print); static
+                                members and _vptr left out
   {"k": "array", "items": [RAW, ...]}
   {"k": "variant", "name": NAME, "payload": RAW}
                                 a Rust enum (DW_TAG_variant_part): gdb resolves its
@@ -136,6 +140,8 @@ def _convert(value, top, cap):
         return {"k": "enum", "v": number, "name": names[0] if names else None}
     if code == gdb.TYPE_CODE_PTR:
         return _pointer(value, t, top, cap)
+    if code in (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF):
+        return _reference(value, top, cap)
     return {"k": "other", "type": str(value.type), "text": value.format_string()}
 
 
@@ -173,6 +179,17 @@ def _pointer(value, t, top, cap):
     if data is None:
         return {"k": "cstr", "ptr": address, "unreadable": True}
     return {"k": "cstr", "ptr": address, "hex": data.hex(), "end": end}
+
+
+def _reference(value, top, cap):
+    """A C++ reference (gdb: `@0xADDR: VALUE`): a variable that is one is
+    the object it refers to, as gs-cgen reads it (`x.y` through a
+    reference reads the object); a member that is one (a lambda's capture
+    by reference) is the address it holds."""
+    referent = value.referenced_value()
+    if top:
+        return convert(referent, True, cap)
+    return {"k": "ptr", "v": int(referent.address)}
 
 
 def rust_variant(value, t):
@@ -243,10 +260,14 @@ def _aggregate(value, t, cap):
                 "payload": convert(value[variant], False, cap)}
     fields = []
     for field in t.fields():
-        if field.artificial:
+        if field.artificial or not hasattr(field, "bitpos"):
+            # the compiler's own members (C++ _vptr.CLASS), and C++ static
+            # members: no part of the object (compared as globals)
             continue
         member = convert(value[field], False, cap)
-        if not field.name:                       # anonymous struct/union: C names its members
+        if field.is_base_class:                  # gdb's print: `<Base> = {...}`
+            fields.append([f"<{field.name}>", member])
+        elif not field.name:                     # anonymous struct/union: C names its members
             fields.extend(member.get("fields", []))
         else:
             fields.append([field.name, member])
