@@ -61,6 +61,7 @@ _BARE_NAME_TAGS = (("DW_TAG_typedef",), ("DW_TAG_base_type",),
                    ("DW_TAG_structure_type", "DW_TAG_class_type"), ("DW_TAG_union_type",),
                    ("DW_TAG_enumeration_type",))
 _SEARCH_LIMIT = 64
+_DW_OP_CALL_FRAME_CFA = 0x9C       # a function's DW_AT_frame_base: its CFA
 # Canonical C base spellings (script/typename.py) -> the DW_AT_name GCC
 # gives the base type, then clang's.
 _BASE_SPELLINGS = {
@@ -666,7 +667,22 @@ class ModuleDebugInfo:
             call_sites=lambda: calls_to(self._dwarf, die), cfa=lambda: self._cfa_at(pc),
             saved_registers=lambda: self._frames.saved_registers_at(pc),
             locate_die=lambda offset: locate_die(self._scope_context, die,
-                                                 self._dwarf.die_at(offset), pc)))
+                                                 self._dwarf.die_at(offset), pc),
+            caller_cfa=self._caller_cfa))
+
+    def _caller_cfa(self, return_pc: int) -> tuple | None:
+        """The CFA rule (register, offset) at the call instruction that
+        returns to `return_pc` (at return_pc - 1, inside it: a call that
+        ends its function returns past it), when the calling function's
+        frame base is that CFA (DW_OP_call_frame_cfa); else None."""
+        hit = self._dwarf.function_at(return_pc - 1)
+        if hit is None:
+            return None
+        base = self._dwarf.die_at(hit[1].die_offset).attributes.get("DW_AT_frame_base")
+        if base is None or list(base.value) != [_DW_OP_CALL_FRAME_CFA]:
+            return None
+        rule = self._cfa_at(return_pc - 1)
+        return rule if isinstance(rule, tuple) else None
 
     def _thread_local(self, location: ThreadLocal) -> VariableLocation:
         # ld leaves the offset of a discarded object too: it must be in PT_TLS.
