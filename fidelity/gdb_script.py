@@ -376,12 +376,49 @@ def visible_variables(frame, cap):
                 continue
             seen.add(symbol.name)
             kind = "parameter" if symbol.is_argument else "local"
+            where = frame
+            if frame.type() == gdb.INLINE_FRAME and entry_value_at(symbol.name, frame.pc()):
+                where = real_frame(frame)
             variables.append(_variable(symbol.name, kind, str(symbol.type),
-                                       lambda s=symbol: symbol_value(s, frame), cap))
+                                       lambda s=symbol, f=where: symbol_value(s, f), cap))
         if block.function is not None:
             break
         block = block.superblock
     return variables
+
+
+def entry_value_at(name, pc):
+    """Whether NAME's location at `pc` (gdb's `info address`, which looks
+    the name up as the frame walk does) is a DW_OP_entry_value."""
+    try:
+        text = gdb.execute(f"info address {name}", to_string=True)
+    except gdb.error:
+        return False
+    if "entry_value" not in text:
+        return False
+    ranges = [part for part in re.split(r"\n(?=  Range 0x)", text) if part.startswith("  Range")]
+    if not ranges:
+        return True
+    for part in ranges:
+        low, high = (int(x, 16) for x in re.match(r"  Range (0x[0-9a-f]+)-(0x[0-9a-f]+)",
+                                                    part).groups())
+        if low <= pc < high:
+            return "entry_value" in part
+    return False
+
+
+def real_frame(frame):
+    """The frame of the function an inlined frame's code belongs to.
+    gdb 13 resolves a DW_OP_entry_value in an inlined frame taking the
+    inlined frame's outer frame (that same function) for the caller, so
+    a DW_OP_fbreg in the call site's DW_AT_call_value is read from the
+    wrong frame (libpython's format_float_short: its `type` 240 bytes off,
+    into PyOS_double_to_string's own frame, whose `type@entry` gdb gets
+    right). Registers, memory and frame base are the same in both frames:
+    only the entry value differs, and the real frame's is the caller's."""
+    while frame is not None and frame.type() == gdb.INLINE_FRAME:
+        frame = frame.older()
+    return frame
 
 
 def global_variables(frame, names, shadowed, cap):
@@ -514,4 +551,5 @@ def main():
         json.dump(result, f)
 
 
-main()
+if gdb.convenience_variable("fidelity_library") is None:    # tests load the functions only
+    main()
