@@ -26,7 +26,7 @@ demo: setup
 clean:
 	rm -rf build .pytest_cache examples/build
 
-# Differential test against gdb (fidelity/README.md): the corpus at -O0..-O3
+# Differential test against gdb (fidelity/README.md): the C, Rust and C++ corpora at -O0..-O3
 # and libpython3.11; tables on stdout, build/fidelity/report.json.
 fidelity: setup
 	$(PY) -m fidelity

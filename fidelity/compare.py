@@ -14,7 +14,8 @@ Both tools' values become one canonical JSON form, compared exactly:
                              pointer>) -> {"synthetic pointer": POINTEE}: no
                              address equals it; gs-cgen's `<error: synthetic
                              pointer ...>` with `*NAME` as the pointee does
-  char array, and a char pointer that is a variable itself (not a member)
+  char array, and a char pointer that is a variable itself (not a member;
+  in a target compared by layout a pointer: as_layout)
                           -> "str:" + its text up to the first NUL, UTF-8 with
                              \\xNN escapes, cut to STRING_CHARS characters;
                              "str:NULL" for a null char pointer; one whose text
@@ -159,6 +160,16 @@ def from_gdb(raw: dict):
         case "other":
             return {"other": raw["text"]}
     return None                                   # optout, error
+
+
+def as_layout(raw: dict) -> dict:
+    """A gdb raw value as a target compared by DWARF layout reads it: a
+    top-level `char *` is its address, as raw(NAME) prints it (gdb's
+    print/r shows the address and the text; the text is no part of the
+    pointer's layout)."""
+    if raw["k"] == "cstr":
+        return {"k": "ptr", "v": 0 if raw.get("null") else raw["ptr"]}
+    return raw
 
 
 # --------------------------------------------------------------- gs-cgen side

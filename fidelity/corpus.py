@@ -1,4 +1,4 @@
-"""The corpus: small C programs of our own and a Rust one, built at
+"""The corpus: small C programs of our own, a Rust one and a C++ one, built at
 -O0..-O3, and the probe sites of each build (every `is_stmt` line-table address of every
 function of the corpus sources, deduplicated).
 
@@ -28,7 +28,7 @@ class Program:
     name: str
     source: str
     uses_library: bool = False       # links libfidlib.so (fidlib.c)
-    language: str = "c"              # "c" (gcc) or "rust" (rustc)
+    language: str = "c"              # "c" (gcc), "rust" (rustc) or "cpp" (g++)
 
 
 PROGRAMS = (
@@ -37,6 +37,7 @@ PROGRAMS = (
     Program("inline", "inline.c"),
     Program("tls", "tls.c", uses_library=True),
     Program("values", "values.rs", language="rust"),
+    Program("cppvalues", "values.cpp", language="cpp"),
 )
 
 
@@ -69,14 +70,19 @@ class Site:
 class Target:
     """One program at one level: what to run and where to look."""
 
-    suite: str                       # "corpus", "rust" or "libpython"
+    suite: str                       # "corpus", "rust", "cpp" or "libpython"
     name: str
     level: str
     argv: list[str]
     sites: list[Site] = field(default_factory=list)
-    # Rust: both tools read the DWARF layout (gdb's print/r, gs-cgen's
-    # raw(NAME)), not the std types' semantic forms (README "Rust").
+    # Rust and C++: both tools read the DWARF layout (gdb's print/r,
+    # gs-cgen's raw(NAME)), not the std types' semantic forms (README "Rust").
     raw_layout: bool = False
+
+    @property
+    def language(self) -> str:
+        """The source language gdb_script.py is told: "c", "rust" or "cpp"."""
+        return self.suite if self.suite in ("rust", "cpp") else "c"
 
     @property
     def label(self) -> str:
@@ -84,7 +90,7 @@ class Target:
 
 
 def build(levels: tuple[str, ...], programs: tuple[Program, ...], out_dir: Path) -> list[Target]:
-    """Compile every program at every level (gcc -g: DWARF 5; rustc -g)
+    """Compile every program at every level (gcc and g++ -g: DWARF 5; rustc -g)
     under `out_dir/LEVEL/`, and list its sites."""
     targets = []
     for level in levels:
@@ -98,6 +104,9 @@ def build(levels: tuple[str, ...], programs: tuple[Program, ...], out_dir: Path)
             if program.language == "rust":
                 targets.append(_rust_target(program, level, exe))
                 continue
+            if program.language == "cpp":
+                targets.append(_cpp_target(program, level, exe))
+                continue
             extra = ["-L", str(level_dir), "-lfidlib", "-Wl,-rpath,$ORIGIN"] \
                 if program.uses_library else []
             _gcc(["-o", str(exe), str(CORPUS / program.source), *extra], level)
@@ -108,8 +117,8 @@ def build(levels: tuple[str, ...], programs: tuple[Program, ...], out_dir: Path)
     return targets
 
 
-def _gcc(arguments: list[str], level: str) -> None:
-    command = ["gcc", "-g", f"-{level}", "-Wall", "-Werror", *arguments]
+def _gcc(arguments: list[str], level: str, compiler: str = "gcc") -> None:
+    command = [compiler, "-g", f"-{level}", "-Wall", "-Werror", *arguments]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
@@ -123,6 +132,14 @@ def _rust_target(program: Program, level: str, exe: Path) -> Target:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
     sites = line_sites(exe.resolve(), [program.source], main_module=True)
     return Target("rust", program.name, level, [str(exe.resolve())], sites, raw_layout=True)
+
+
+def _cpp_target(program: Program, level: str, exe: Path) -> Target:
+    """g++ (libstdc++), compared by DWARF layout like Rust: std types'
+    pretty-printed forms are not what this measures (README "C++")."""
+    _gcc(["-o", str(exe), str(CORPUS / program.source)], level, compiler="g++")
+    sites = line_sites(exe.resolve(), [program.source], main_module=True)
+    return Target("cpp", program.name, level, [str(exe.resolve())], sites, raw_layout=True)
 
 
 def rustc() -> str:

@@ -4,7 +4,7 @@
         -ex "set language auto" -x gdb_script.py --args PROG
 
 REQUEST.json: {"result": PATH, "entry": vaddr of PROG's entry point,
-"string_cap": N, "language": "c"|"rust", "sites": [{"id", "module", "address", "function", "globals"}]},
+"string_cap": N, "language": "c"|"rust"|"cpp", "sites": [{"id", "module", "address", "function", "globals"}]},
 where `address` is a module virtual address, `module` the module's real
 path and `function` null, or the name whose `break FUNC` location this is.
 
@@ -23,13 +23,17 @@ turns them into the canonical form):
   {"k": "float", "bits": HEX, "size": 2|4|8}    the IEEE bits
   {"k": "ldouble", "bits": HEX}                  x87 80-bit extended, its 80 bits
   {"k": "enum", "v": N, "name": first enumerator with that value or null}
-  {"k": "ptr", "v": N}          {"k": "synthetic", "pointee": RAW} for DW_OP_implicit_pointer
+  {"k": "ptr", "v": N}          {"k": "synthetic", "pointee": RAW} for DW_OP_implicit_pointer;
+                                a C++ reference: a variable as its referent's RAW,
+                                a member as the address it holds
   {"k": "cstr", "null": true} | {"k": "cstr", "ptr": N, "hex": BYTES, "end": "nul"|"cap"}
                                 | {"k": "cstr", "ptr": N, "unreadable": true}
                                 a top-level char pointer: the string it points to
   {"k": "chars", "hex": BYTES}  a char array, up to its first NUL
   {"k": "struct", "fields": [[NAME, RAW], ...]}   anonymous members flattened;
-                                _Complex as a struct of "real" and "imag"
+                                _Complex as a struct of "real" and "imag"; a C++
+                                base as its member `<Base>` (gdb's print); static
+                                members and _vptr left out
   {"k": "array", "items": [RAW, ...]}
   {"k": "variant", "name": NAME, "payload": RAW}
                                 a Rust enum (DW_TAG_variant_part): gdb resolves its
@@ -40,7 +44,8 @@ turns them into the canonical form):
   {"k": "uninit", "shown": RAW} gdb: `[uninitialized] VALUE` (DW_OP_GNU_uninit): the
                                 bits are there, gdb does not vouch for them
   {"k": "error", "msg": TEXT}   gdb could not read it
-  {"k": "absent", "msg": TEXT}  a global gdb has no symbol for (not compared)
+  {"k": "absent", "msg": TEXT}  not compared: a global gdb has no symbol for, a C++
+                                reference into the program's code (see _reference)
   {"k": "other", "type": T, "text": TEXT}
 This file imports nothing but gdb and the standard library.
 """
@@ -136,6 +141,8 @@ def _convert(value, top, cap):
         return {"k": "enum", "v": number, "name": names[0] if names else None}
     if code == gdb.TYPE_CODE_PTR:
         return _pointer(value, t, top, cap)
+    if code in _REFERENCES:
+        return _reference(value, top, cap)
     return {"k": "other", "type": str(value.type), "text": value.format_string()}
 
 
@@ -173,6 +180,38 @@ def _pointer(value, t, top, cap):
     if data is None:
         return {"k": "cstr", "ptr": address, "unreadable": True}
     return {"k": "cstr", "ptr": address, "hex": data.hex(), "end": end}
+
+
+_REFERENCES = (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF)
+PIECED_REFERENCES = []       # reference members left out of the value being converted
+
+
+def in_code(address, size):
+    """Whether [address, address + size) overlaps an executable mapping."""
+    with open(f"/proc/{gdb.selected_inferior().pid}/maps") as f:
+        for line in f:
+            parts = line.split()
+            low, high = (int(x, 16) for x in parts[0].split("-"))
+            if "x" in parts[1] and low < address + size and address < high:
+                return True
+    return False
+
+
+def _reference(value, top, cap):
+    """A C++ reference (gdb: `@0xADDR: VALUE`): a variable that is one is
+    the object it refers to, as gs-cgen reads it (`x.y` through a
+    reference reads the object); a member that is one (a lambda's capture
+    by reference) is the address it holds."""
+    referent = value.referenced_value()
+    if top:
+        if in_code(int(referent.address), referent.type.sizeof):
+            # Garbage before the prologue stored the reference: the bytes
+            # of code where gs-cgen's uprobes put an int3 on every probed
+            # instruction, and gdb hides its own breakpoints' int3.
+            return {"k": "absent", "msg": "a reference into the program's code, "
+                    "where probes replace instructions (gdb hides its breakpoints)"}
+        return convert(referent, True, cap)
+    return {"k": "ptr", "v": int(referent.address)}
 
 
 def rust_variant(value, t):
@@ -230,7 +269,7 @@ def in_memory_variant(value, t, fields):
 OPTIMIZED_OUT_VARIANT = object()
 
 
-def _aggregate(value, t, cap):
+def _aggregate(value, t, cap, virtual_seen=None):
     variant = rust_variant(value, t)
     if variant is OPTIMIZED_OUT_VARIANT:
         return {"k": "optout"}
@@ -242,8 +281,25 @@ def _aggregate(value, t, cap):
         return {"k": "variant", "name": variant.name,
                 "payload": convert(value[variant], False, cap)}
     fields = []
+    virtual_seen = set() if virtual_seen is None else virtual_seen
     for field in t.fields():
-        if field.artificial:
+        if field.artificial or not hasattr(field, "bitpos"):
+            # the compiler's own members (C++ _vptr.CLASS), and C++ static
+            # members: no part of the object (compared as globals)
+            continue
+        if field.is_base_class:                  # gdb's print: `<Base> = {...}`
+            if field.bitpos is None:             # a virtual base (its offset is in the vtable)
+                if field.name in virtual_seen:
+                    continue                     # shown once, where first met (gdb's print)
+                virtual_seen.add(field.name)
+            fields.append([f"<{field.name}>", _base(value, field, cap, virtual_seen)])
+            continue
+        if value.address is None and field.type.strip_typedefs().code in _REFERENCES:
+            # A reference member of a value in pieces (a lambda's closure
+            # at -O1: its capture by reference a DW_OP_implicit_pointer
+            # piece): gdb 13 cannot touch it (any use of it is an internal
+            # error, coerce_pieced_ref), so it is not compared.
+            PIECED_REFERENCES.append(field.name)
             continue
         member = convert(value[field], False, cap)
         if not field.name:                       # anonymous struct/union: C names its members
@@ -253,6 +309,28 @@ def _aggregate(value, t, cap):
     if fields and all(raw["k"] == "optout" for _, raw in fields):
         return {"k": "optout"}
     return {"k": "struct", "fields": fields}
+
+
+def _base(value, field, cap, virtual_seen):
+    """A C++ base class subobject. gdb reads one of a class with virtual
+    bases through the vtable (to find the complete object), so before the
+    constructor set the vtable pointer it fails even for a base at a fixed
+    offset: that one is then read at its offset, and only a virtual base
+    (whose offset the vtable holds) is an error."""
+    try:
+        base = value[field]
+    except (gdb.error, gdb.MemoryError) as exc:
+        if field.bitpos is None or value.address is None:
+            return {"k": "error", "msg": str(exc)}
+        base = (value.address.cast(gdb.lookup_type("char").pointer()) + field.bitpos // 8) \
+            .cast(field.type.pointer()).dereference()
+    try:
+        t = base.type.strip_typedefs()
+        if t.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
+            return _aggregate(base, t, cap, virtual_seen)
+        return convert(base, False, cap)
+    except (gdb.error, gdb.MemoryError, RuntimeError, ValueError, OverflowError) as exc:
+        return {"k": "error", "msg": str(exc)}
 
 
 def _array(value, t, cap):
@@ -298,12 +376,49 @@ def visible_variables(frame, cap):
                 continue
             seen.add(symbol.name)
             kind = "parameter" if symbol.is_argument else "local"
+            where = frame
+            if frame.type() == gdb.INLINE_FRAME and entry_value_at(symbol.name, frame.pc()):
+                where = real_frame(frame)
             variables.append(_variable(symbol.name, kind, str(symbol.type),
-                                       lambda s=symbol: symbol_value(s, frame), cap))
+                                       lambda s=symbol, f=where: symbol_value(s, f), cap))
         if block.function is not None:
             break
         block = block.superblock
     return variables
+
+
+def entry_value_at(name, pc):
+    """Whether NAME's location at `pc` (gdb's `info address`, which looks
+    the name up as the frame walk does) is a DW_OP_entry_value."""
+    try:
+        text = gdb.execute(f"info address {name}", to_string=True)
+    except gdb.error:
+        return False
+    if "entry_value" not in text:
+        return False
+    ranges = [part for part in re.split(r"\n(?=  Range 0x)", text) if part.startswith("  Range")]
+    if not ranges:
+        return True
+    for part in ranges:
+        low, high = (int(x, 16) for x in re.match(r"  Range (0x[0-9a-f]+)-(0x[0-9a-f]+)",
+                                                    part).groups())
+        if low <= pc < high:
+            return "entry_value" in part
+    return False
+
+
+def real_frame(frame):
+    """The frame of the function an inlined frame's code belongs to.
+    gdb 13 resolves a DW_OP_entry_value in an inlined frame taking the
+    inlined frame's outer frame (that same function) for the caller, so
+    a DW_OP_fbreg in the call site's DW_AT_call_value is read from the
+    wrong frame (libpython's format_float_short: its `type` 240 bytes off,
+    into PyOS_double_to_string's own frame, whose `type@entry` gdb gets
+    right). Registers, memory and frame base are the same in both frames:
+    only the entry value differs, and the real frame's is the caller's."""
+    while frame is not None and frame.type() == gdb.INLINE_FRAME:
+        frame = frame.older()
+    return frame
 
 
 def global_variables(frame, names, shadowed, cap):
@@ -327,11 +442,15 @@ def global_variables(frame, names, shadowed, cap):
 
 
 def _variable(name, kind, type_text, read, cap):
+    PIECED_REFERENCES.clear()
     try:
         raw = convert(read(), True, cap)
     except (gdb.error, gdb.MemoryError, RuntimeError) as exc:
         raw = {"k": "error", "msg": str(exc)}
-    if raw["k"] not in ("optout", "error") and UNINIT_CHECK and _uninitialized(name):
+    # `print` of a value with a reference member in pieces is gdb's
+    # internal error too (see _aggregate): such a value is not asked.
+    if raw["k"] not in ("optout", "error", "absent") and UNINIT_CHECK \
+            and not PIECED_REFERENCES and _uninitialized(name):
         raw = {"k": "uninit", "shown": raw}
     return {"name": name, "kind": kind, "type": type_text, "raw": raw}
 
@@ -432,4 +551,5 @@ def main():
         json.dump(result, f)
 
 
-main()
+if gdb.convenience_variable("fidelity_library") is None:    # tests load the functions only
+    main()

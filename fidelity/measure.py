@@ -147,7 +147,8 @@ def _tracer_sp(event: dict) -> int | None:
 
 def _classify_value(result, site, hit, variable, probe, event, values,
                     raw_layout: bool = False) -> ValueResult:
-    gdb_value = compare.from_gdb(variable["raw"])
+    raw = compare.as_layout(variable["raw"]) if raw_layout else variable["raw"]
+    gdb_value = compare.from_gdb(raw)
     value = ValueResult(result.suite, result.program, result.level, hit.get("function") or
                         site.function, site.key, site.pattern, site.file, site.line,
                         variable["name"],
@@ -162,7 +163,7 @@ def _classify_value(result, site, hit, variable, probe, event, values,
         value.reason = NO_EVENT if event is None else NO_VALUE
         return value
     entry = values[name]
-    value.tracer = _tracer_value(entry, variable["raw"], values.get(pointee))
+    value.tracer = _tracer_value(entry, raw, values.get(pointee))
     value.verdict, value.paths = compare.verdict(gdb_value, value.tracer)
     if value.verdict == compare.TRACER_UNAVAILABLE:
         value.reason = entry.get("reason") or entry.get("error") or \

@@ -25,7 +25,7 @@ import re
 
 from gs_cgen.cachedir import cache_root, read_entry, write_entry
 
-FORMAT = 5      # 5: a Rust CU's functions include those nested in its namespaces; 4: line rows keep their discriminator; 3: no functions without valid addresses
+FORMAT = 6      # 6: a C++ CU's functions include a lambda's operator() (nested in its function); 5: a Rust CU's functions include those nested in its namespaces; 4: line rows keep their discriminator; 3: no functions without valid addresses
 MIN_DEBUG_INFO = 256 * 1024
 # Symbol tables of 1000 symbols and more (libc, ld.so: a `-p PID` opens
 # every mapped module) decode in several ms; smaller ones in less.

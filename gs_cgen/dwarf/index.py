@@ -393,9 +393,10 @@ class DwarfIndex:
     # ----------------------------------------------------------- functions
 
     def functions(self, cu_offset: int) -> tuple[FunctionEntry, ...]:
-        """Top-level DW_TAG_subprogram DIEs that have code, sorted by start.
-        Only the CU's direct children are read; gcc's DW_AT_sibling lets
-        pyelftools skip each function's subtree."""
+        """Top-level DW_TAG_subprogram DIEs that have code, sorted by start
+        (in Rust and C++ CUs also those nested in scopes: _nesting_scopes).
+        Only the CU's direct children are read otherwise; gcc's
+        DW_AT_sibling lets pyelftools skip each function's subtree."""
         if cu_offset not in self._functions:
             name = f"functions-{cu_offset}"
             found = self.cached(name, _functions_from_plain)
@@ -429,7 +430,7 @@ class DwarfIndex:
             self.info_bytes(), self.section_data(info.debug_abbrev_sec), cu_offset,
             self.section_data(info.debug_str_sec), self.section_data(info.debug_line_str_sec),
             _SUBPROGRAM, _FUNCTION_ATTRIBUTES,
-            _RUST_SCOPES if self._language(cu_offset) == _DW_LANG_RUST else frozenset())
+            _nesting_scopes(self._language(cu_offset)))
         found = []
         for offset, _, attrs in dies:
             name, low, high = attrs.get(_AT_NAME), attrs.get(_AT_LOW_PC), attrs.get(_AT_HIGH_PC)
@@ -703,23 +704,46 @@ _RUST_SCOPE_TAGS = ("DW_TAG_namespace", "DW_TAG_structure_type", "DW_TAG_union_t
 _RUST_SCOPES = frozenset(ENUM_DW_TAG[t] for t in _RUST_SCOPE_TAGS)
 
 
+# g++ puts a lambda's operator() (and a local class's methods) inside the
+# closure type, inside the function (or block) that defines it; gdb finds
+# them there. Every other C++ definition is a child of the CU.
+_CXX_LANGUAGES = frozenset({0x04, 0x19, 0x1A, 0x21})   # C++, C++03, C++11, C++14
+_CXX_SCOPE_TAGS = ("DW_TAG_subprogram", "DW_TAG_lexical_block", "DW_TAG_structure_type",
+                   "DW_TAG_class_type", "DW_TAG_union_type", "DW_TAG_namespace")
+_CXX_SCOPES = frozenset(ENUM_DW_TAG[t] for t in _CXX_SCOPE_TAGS)
+
+
+def _nesting_scopes(language: int | None) -> frozenset[int]:
+    """The DIE tags whose children may hold a function definition."""
+    if language == _DW_LANG_RUST:
+        return _RUST_SCOPES
+    return _CXX_SCOPES if language in _CXX_LANGUAGES else frozenset()
+
+
+def _scope_tags(language: int | None) -> tuple[str, ...]:
+    if language == _DW_LANG_RUST:
+        return _RUST_SCOPE_TAGS
+    return _CXX_SCOPE_TAGS if language in _CXX_LANGUAGES else ()
+
+
 def _subprograms(top):
-    """The CU's subprograms: its children, and in a Rust CU theirs."""
-    rust = top.attributes.get("DW_AT_language")
-    descend = _RUST_SCOPE_TAGS if rust is not None and rust.value == _DW_LANG_RUST else ()
+    """The CU's subprograms: its children, and in a Rust or C++ CU those
+    nested in its scopes (_nesting_scopes)."""
+    language = top.attributes.get("DW_AT_language")
+    descend = _scope_tags(language.value if language is not None else None)
     for die in top.iter_children():
         if die.tag == "DW_TAG_subprogram":
             yield die
         if die.tag in descend and die.has_children:
-            yield from _subprograms_in(die)
+            yield from _subprograms_in(die, descend)
 
 
-def _subprograms_in(scope):
+def _subprograms_in(scope, descend):
     for die in scope.iter_children():
         if die.tag == "DW_TAG_subprogram":
             yield die
-        if die.tag in _RUST_SCOPE_TAGS and die.has_children:
-            yield from _subprograms_in(die)
+        if die.tag in descend and die.has_children:
+            yield from _subprograms_in(die, descend)
 
 
 def _decodes_whole(die, info: bytes, abbreviations: dict) -> bool:

@@ -8,7 +8,7 @@ from gs_cgen.dwarf.types import (ArrayType, BaseClass, BoolType, ComplexType, CT
                                  FloatFormat, FloatType, FunctionType, IntType, PointerType,
                                  QualifiedType,
                                  StructMember, StructType, TypedefType, Variant, VariantPart,
-                                 VectorType, VoidType, float_format, strip)
+                                 VectorType, VoidType, float_format, strip, type_name)
 
 # DW_ATE_* (DWARF 5 table 7.11)
 _ATE_BOOLEAN = 0x02
@@ -77,7 +77,24 @@ class TypeBuilder:
             return self._array(die)
         if tag == "DW_TAG_subroutine_type":
             return FunctionType(_name(die))
+        if tag == "DW_TAG_ptr_to_member_type":
+            return self._member_pointer(die)
         return VoidType(_name(die) or "void")      # unspecified_type and friends
+
+    def _member_pointer(self, die) -> VoidType:
+        """A C++ pointer to member is not modelled: its bytes (Itanium C++
+        ABI 2.3: a data member's offset, 8 bytes; a member function's
+        pointer and this-adjustment, 16) print as an unsupported type
+        named as gdb names it (`int shop::Point::*`), never as `void`."""
+        target = self.type_of(die)
+        holder = die.get_DIE_from_attribute("DW_AT_containing_type") \
+            if "DW_AT_containing_type" in die.attributes else None
+        owner = (getattr(self.build(holder), "name", None) if holder is not None else None) \
+            or "<anonymous>"
+        if isinstance(strip(target), FunctionType):
+            return VoidType(f"{owner}::* (a pointer to a member function)",
+                            _attr(die, "DW_AT_byte_size", 16))
+        return VoidType(f"{type_name(target)} {owner}::*", _attr(die, "DW_AT_byte_size", 8))
 
     def _struct(self, die) -> StructType:
         declaration = bool(_attr(die, "DW_AT_declaration", False))

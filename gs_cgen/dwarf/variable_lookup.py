@@ -16,6 +16,8 @@ from gs_cgen.dwarf.location.resolve import LocationResolver, ResolveContext
 from gs_cgen.dwarf.scopes import array_bound, frame_scope, locate_die, variable_at
 from gs_cgen.errors import DebugInfoError
 
+_DW_OP_CALL_FRAME_CFA = 0x9C       # a function's DW_AT_frame_base: its CFA
+
 
 class VariableLookup:
     def __init__(self, module) -> None:
@@ -90,7 +92,23 @@ class VariableLookup:
             call_sites=lambda: calls_to(module._dwarf, die), cfa=lambda: module._cfa_at(pc),
             saved_registers=lambda: module._frames.saved_registers_at(pc),
             locate_die=lambda offset: locate_die(module._scope_context, die,
-                                                 module._dwarf.die_at(offset), pc)))
+                                                 module._dwarf.die_at(offset), pc),
+            caller_cfa=self._caller_cfa))
+
+    def _caller_cfa(self, return_pc: int) -> tuple | None:
+        """The CFA rule (register, offset) at the call instruction that
+        returns to `return_pc` (at return_pc - 1, inside it: a call that
+        ends its function returns past it), when the calling function's
+        frame base is that CFA (DW_OP_call_frame_cfa); else None."""
+        module = self._module
+        hit = module._dwarf.function_at(return_pc - 1)
+        if hit is None:
+            return None
+        base = module._dwarf.die_at(hit[1].die_offset).attributes.get("DW_AT_frame_base")
+        if base is None or list(base.value) != [_DW_OP_CALL_FRAME_CFA]:
+            return None
+        rule = module._cfa_at(return_pc - 1)
+        return rule if isinstance(rule, tuple) else None
 
     def _thread_local(self, location: ThreadLocal) -> VariableLocation:
         # ld leaves the offset of a discarded object too: it must be in PT_TLS.

@@ -211,10 +211,52 @@ def decode_raw(ctype: CType, data: bytes, gaps: Gaps = ()) -> Value:
         return _decode(ctype, data, False, None, 0, gaps)
     if base.variant_part is not None:
         return _raw_variant(ctype, base, data, gaps)
-    fields = tuple((m.name or "?", decode_raw(m.type, data[m.offset:m.offset + type_size(m.type)],
-                                              _within(gaps, m.offset, type_size(m.type))))
-                   for m in base.members if m.offset + type_size(m.type) <= len(data))
-    return StructValue(ctype, fields, name=base.name)
+    return StructValue(ctype, tuple(_raw_fields(base, data, gaps, set())), name=base.name)
+
+
+def _raw_fields(struct: StructType, data: bytes, gaps: Gaps,
+                virtual_seen: set[str]) -> list[tuple[str, Value]]:
+    """A C++ or Rust struct's layout as gdb's print/r shows it: C++ bases
+    first (`<Base>`, each as its own layout; a virtual base once, and an
+    error value, as in decode_object: the vtable holds its offset), then
+    the members, bitfields extracted, an anonymous struct or union's
+    members spliced in as decode_object does."""
+    fields: list[tuple[str, Value]] = []
+    for inherited in struct.bases:
+        name = base_field_name(inherited)
+        if inherited.virtual:
+            if name in virtual_seen:
+                continue
+            virtual_seen.add(name)
+        if inherited.offset is None:
+            fields.append((name, _base(inherited, data, None, 0, gaps, virtual_seen)))
+            continue
+        size = type_size(inherited.type)
+        if inherited.offset + size > len(data):
+            continue
+        piece, within = data[inherited.offset:inherited.offset + size], \
+            _within(gaps, inherited.offset, size)
+        inner = strip(inherited.type)
+        fields.append((name, StructValue(inherited.type, tuple(
+            _raw_fields(inner, piece, within, virtual_seen))) if isinstance(inner, StructType)
+            else decode_raw(inherited.type, piece, within)))
+    for member in struct.members:
+        if member.bit_size is not None:
+            if not _present(member, data):
+                continue
+            value = _member(member, data, None, 0, gaps)
+        else:
+            size = type_size(member.type)
+            if member.offset + size > len(data):
+                continue
+            value = decode_raw(member.type, data[member.offset:member.offset + size],
+                               _within(gaps, member.offset, size))
+        if member.name is not None:
+            fields.append((member.name, value))
+        elif isinstance(value, StructValue):     # anonymous struct/union: flatten
+            fields.extend(value.fields)
+        # other unnamed members are padding bitfields: no value
+    return fields
 
 
 def _raw_variant(ctype: CType, base: StructType, data: bytes, gaps: Gaps) -> Value:

@@ -28,17 +28,19 @@ _UNARY = {"DW_OP_not": "~", "DW_OP_neg": "neg"}
 CALLEE_SAVED = frozenset({3, 6, 12, 13, 14, 15})
 
 
-def call_site_values(call_sites, register: int, written, saved=None) -> \
+def call_site_values(call_sites, register: int, written, saved=None, frame_base=None) -> \
         list[tuple[int, ValueExpression]]:
     """(return_pc, value) for every call site DIE among `call_sites` that
     says how it computed the argument passed in `register`. `written`
     holds the callee's written register names, whose caller values are
-    gone."""
+    gone; `frame_base(return_pc)` is the caller's frame base at that call
+    as a tree at the callee's PC (DW_OP_fbreg in a call value), or None."""
     found = []
     for die in call_sites:
         return_pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS
                           if a in die.attributes), None)
-        value = _argument(die, register, die.cu.structs, written, saved)
+        value = _argument(die, register, die.cu.structs, written, saved,
+                          _frame_base_of(frame_base, return_pc))
         if return_pc is not None and value is not None:
             found.append((return_pc, value))
     return found
@@ -117,7 +119,8 @@ def _offsets_from_plain(plain) -> list[int]:
     return list(plain)
 
 
-def call_site_parameter_values(call_sites, parameter: int, written, saved=None) -> \
+def call_site_parameter_values(call_sites, parameter: int, written, saved=None,
+                               frame_base=None) -> \
         list[tuple[int, ValueExpression]]:
     """(return_pc, value) for every call site that says what it passed for
     the parameter DIE at `parameter` (DW_OP_GNU_parameter_ref: a parameter
@@ -130,21 +133,51 @@ def call_site_parameter_values(call_sites, parameter: int, written, saved=None) 
         for param in die.iter_children():
             if param.tag in _PARAMETER_TAGS and any(
                     _refers_to(param, a, parameter) for a in _PARAMETER_REFS):
-                value = _value_of(param, written, saved)
+                value = _value_of(param, written, saved, _frame_base_of(frame_base, return_pc))
                 if return_pc is not None and value is not None:
                     found.append((return_pc, value))
     return found
 
 
-def _value_of(param, written, saved=None) -> ValueExpression | None:
+def _frame_base_of(frame_base, return_pc):
+    """The caller's frame base at the call returning to `return_pc`, as a
+    callable for translate_value (computed only for a DW_OP_fbreg)."""
+    if frame_base is None or not isinstance(return_pc, int):
+        return None
+    return lambda: frame_base(return_pc)
+
+
+def caller_frame_base(rule, callee_cfa, written, saved) -> tuple | None:
+    """The caller's frame base (its CFA: DW_AT_frame_base is
+    DW_OP_call_frame_cfa) as a tree at the callee's PC, from the caller's
+    CFA rule at its call instruction, `rule` = (register, offset). There
+    rsp is what it is when the call returns: the callee's CFA,
+    `callee_cfa` = (register, offset) at the callee's PC. Another register
+    is the caller's only if callee-saved (_caller_register). None when
+    either is unknown."""
+    if not isinstance(rule, tuple) or not isinstance(callee_cfa, tuple):
+        return None
+    register, offset = rule
+    if register_name(register) == "rsp":
+        return ("reg", callee_cfa[0], callee_cfa[1] + offset)
+    caller = _caller_register(register, written, saved)
+    if caller is None:
+        return None
+    if caller[0] == "reg":
+        return ("reg", caller[1], caller[2] + offset)
+    return ("+", caller, ("const", offset)) if offset else caller
+
+
+def _value_of(param, written, saved=None, frame_base=None) -> ValueExpression | None:
     value_attr = next((param.attributes[a] for a in _VALUE_ATTRS if a in param.attributes), None)
     if value_attr is None:
         return None
     ops = decode_ops(value_attr.value, param.cu.structs)
-    return translate_value(ops, written, saved) if isinstance(ops, list) else None
+    return translate_value(ops, written, saved, frame_base) if isinstance(ops, list) else None
 
 
-def _argument(call_site, register: int, structs, written, saved=None) -> ValueExpression | None:
+def _argument(call_site, register: int, structs, written, saved=None,
+              frame_base=None) -> ValueExpression | None:
     for param in call_site.iter_children():
         if param.tag not in _PARAMETER_TAGS or "DW_AT_location" not in param.attributes:
             continue
@@ -158,7 +191,8 @@ def _argument(call_site, register: int, structs, written, saved=None) -> ValueEx
         ops = decode_ops(value_attr.value, structs)
         if not isinstance(ops, list):
             return None
-        return _simd_argument(ops) if is_simd(register) else translate_value(ops, written, saved)
+        return _simd_argument(ops) if is_simd(register) else \
+            translate_value(ops, written, saved, frame_base)
     return None
 
 
@@ -190,9 +224,13 @@ def _caller_register(reg: int, written, saved: dict[int, tuple] | None) -> tuple
     return None if register_name(reg) in written else ("reg", reg, 0)
 
 
-def translate_value(ops, written, saved: dict[int, tuple] | None = None) -> ValueExpression | None:
+def translate_value(ops, written, saved: dict[int, tuple] | None = None,
+                    frame_base=None) -> ValueExpression | None:
     """Symbolically run a DWARF stack program over 64-bit values; None when
-    it uses anything the probe cannot know at the callee's PC."""
+    it uses anything the probe cannot know at the callee's PC. A caller's
+    DW_OP_fbreg needs `frame_base()`, its frame base as a tree (else
+    None); DW_OP_deref reads the memory when the probe runs, as gdb reads
+    it when it shows `x@entry`."""
     stack: list[tuple] = []
     try:
         for op in ops:
@@ -212,6 +250,15 @@ def translate_value(ops, written, saved: dict[int, tuple] | None = None) -> Valu
                     stack.append(("+", caller, ("const", offset)) if offset else caller)
             elif name == "DW_OP_addr":        # a static object's address
                 stack.append(("static", op.args[0]))
+            elif name == "DW_OP_fbreg":
+                base = frame_base() if frame_base is not None else None
+                if base is None:
+                    return None
+                stack.append(("+", base, ("const", op.args[0])) if op.args[0] else base)
+            elif name == "DW_OP_deref":
+                stack.append(("deref", stack.pop(), 8))
+            elif name == "DW_OP_deref_size" and 1 <= op.args[0] <= 8:
+                stack.append(("deref", stack.pop(), op.args[0]))
             elif name == "DW_OP_plus_uconst":
                 stack.append(("+", stack.pop(), ("const", op.args[0])))
             elif name in _BINARY:

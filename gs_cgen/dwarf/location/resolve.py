@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from gs_cgen.dwarf.location.callsites import call_site_parameter_values, call_site_values
+from gs_cgen.dwarf.location.callsites import (call_site_parameter_values, call_site_values,
+                                              caller_frame_base)
 from gs_cgen.elf.code import registers_written
 from gs_cgen.dwarf.location.expression import is_simd, simd_location
 from gs_cgen.dwarf.model import (AtAddress, AtRegisterOffset, CallSiteValue, Composite,
@@ -33,6 +34,9 @@ class ResolveContext:
     cfa: Callable                                 # () -> (reg, offset) | VariableLocation
     saved_registers: Callable[[], dict]           # () -> {reg: N}: saved at CFA + N (CFI)
     locate_die: Callable[[int], VariableLocation]  # DIE offset -> its location at the PC
+    # return PC of a call -> the caller's CFA rule (reg, offset) at its call
+    # instruction, when the caller's frame base is its CFA; else None
+    caller_cfa: Callable[[int], tuple | None] = lambda return_pc: None
 
 
 class LocationResolver:
@@ -134,6 +138,12 @@ class LocationResolver:
         return {register: ("deref", ("reg", cfa[0], cfa[1] + offset), 8)
                 for register, offset in self.context.saved_registers().items()}
 
+    def _caller_frame_base(self, return_pc: int) -> tuple | None:
+        """The frame base of the caller that returns to `return_pc`, at
+        the callee's PC (a DW_OP_fbreg in its DW_AT_call_value)."""
+        return caller_frame_base(self.context.caller_cfa(return_pc), self.context.cfa(),
+                                 self.written, self._saved())
+
     def _statics(self, tree: tuple) -> VariableLocation | None:
         for address in _static_addresses(tree):
             if self.context.elf.segment_of(address) is None:
@@ -149,10 +159,12 @@ class LocationResolver:
         per_site: dict[int, dict[tuple, tuple]] = {}
         for node in sorted(lost):
             if node[0] == "entry":
-                found = call_site_values(call_sites, node[1], self.written, self._saved())
+                found = call_site_values(call_sites, node[1], self.written, self._saved(),
+                                         self._caller_frame_base)
             else:
                 found = call_site_parameter_values(call_sites, ctx.cu_offset + node[1],
-                                                   self.written, self._saved())
+                                                   self.written, self._saved(),
+                                                   self._caller_frame_base)
             for return_pc, value in found:
                 per_site.setdefault(return_pc, {})[node] = value.tree
         cases = tuple((pc, ValueExpression(_substitute(tree, values)))
