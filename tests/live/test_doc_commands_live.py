@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_examples import REPO, Block, Command, all_blocks, argv, commands, output_matches
+from tests.docs_examples import (REPO, Block, Command, all_blocks, argv, build_commands, commands,
+                                 output_matches)
 from tests.prerequisites import require
 
 EXECUTED = [b for b in all_blocks() if b.kind == "console" and b.skip_reason is None]
@@ -48,6 +49,29 @@ def _tools_of(block: Block) -> set[str]:
         if words and words[0] in ("gcc", "g++", "rustc", "python3.11"):
             tools.add(words[0])
     return tools
+
+
+def _build_what_it_uses(block: Block, env) -> None:
+    """A block that runs a binary another block builds (`gcc ... -o PATH`)
+    builds it first, so that each block runs alone, in any order; a
+    recipe's `-lNAME` is built before it when the docs build libNAME.so."""
+    recipes = build_commands()
+    by_library = {f"-l{Path(p).stem[3:]}": p for p in recipes if Path(p).name.startswith("lib")}
+    words = [argv(c) for c in commands(block)]
+    own = {w[w.index("-o") + 1] for w in words if "-o" in w}
+    wanted = [p for p in recipes if p in {word for w in words for word in w} and p not in own]
+    done: set[str] = set()
+
+    def build(path: str) -> None:
+        if path in done:
+            return
+        done.add(path)
+        for word in recipes[path].split():
+            if word in by_library:
+                build(by_library[word])
+        subprocess.run(["bash", "-c", recipes[path]], cwd=REPO, env=env, check=True, timeout=120)
+    for path in wanted:
+        build(path)
 
 
 def _start_background(text: str, env) -> subprocess.Popen:
@@ -83,6 +107,7 @@ def test_doc_console_block(block: Block):
     env = _environment()
     (REPO / "build" / "docs").mkdir(parents=True, exist_ok=True)
     (REPO / "examples" / "build").mkdir(exist_ok=True)
+    _build_what_it_uses(block, env)
     background: list[subprocess.Popen] = []
     try:
         for command in commands(block):
