@@ -26,7 +26,8 @@ TIMEOUT = 60
 
 def _environment() -> dict[str, str]:
     venv_bin = str(Path(sys.executable).parent)
-    env = dict(os.environ, PATH=f"{venv_bin}:{os.environ.get('PATH', '')}")
+    cargo_bin = Path.home() / ".cargo" / "bin"      # where rustup puts rustc
+    env = dict(os.environ, PATH=f"{venv_bin}:{os.environ.get('PATH', '')}:{cargo_bin}")
     for name in ("GS_CGEN_NO_CACHE", "GS_CGEN_PROGRAM_CACHE", "DEBUGINFOD_URLS"):
         env.pop(name, None)
     return env
@@ -75,7 +76,10 @@ def _build_what_it_uses(block: Block, env) -> None:
 
 
 def _start_background(text: str, env) -> subprocess.Popen:
-    proc = subprocess.Popen(["bash", "-c", "exec " + text.rstrip().rstrip("&")], cwd=REPO, env=env,
+    text = text.rstrip().rstrip("&")
+    simple = not any(mark in text for mark in ("|", ";", "&&", "("))
+    # exec: `$!` is then the program's PID, as in the reader's shell
+    proc = subprocess.Popen(["bash", "-c", "exec " + text if simple else text], cwd=REPO, env=env,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     time.sleep(0.5)             # let it reach its loop, as a reader's shell would
     assert proc.poll() is None, f"{text!r} exited with status {proc.returncode}"

@@ -67,12 +67,12 @@ def test_directives_are_known():
 def _cli_check(words: list[str], where: str) -> None:
     """Parse a gs-cgen command line as click would, without running it."""
     assert words[0] == "gs-cgen", where
+    command = cli.commands.get(words[1])
+    assert command is not None, f"{where}: no command {words[1]!r}"
+    # a placeholder (PID, HOSTPID, PATH) stands for a value of its option
+    args = ["1" if re.fullmatch(r"[A-Z][A-Z0-9_]+", w) else w for w in words[2:]]
     try:
-        with cli.make_context("gs-cgen", words[1:], resilient_parsing=False) as ctx:
-            sub = cli.get_command(ctx, ctx.protected_args[0] if ctx.protected_args else ctx.args[0])
-            assert sub is not None, f"{where}: no command {words[1]!r}"
-            rest = (ctx.protected_args + ctx.args)[1:]
-            sub.make_context(words[1], list(rest), parent=ctx)
+        command.make_context(words[1], args)
     except click.exceptions.Exit:
         pass
     except click.UsageError as exc:
@@ -80,7 +80,8 @@ def _cli_check(words: list[str], where: str) -> None:
 
 
 def _gs_cgen_words(command: Command) -> list[str] | None:
-    words = argv(command)
+    text = re.sub(r'"?\$\([^)]*\)"?', "1", command.text)     # $(pgrep ...)
+    words = argv(Command(text, [], command.line))
     for i, word in enumerate(words):        # `... | gs-cgen`, `podman run ... gs-cgen ...`
         if word == "gs-cgen" or word.endswith("/gs-cgen"):
             words = ["gs-cgen", *words[i + 1:]]
@@ -106,8 +107,9 @@ def test_every_gs_cgen_command_shown_is_valid():
                 words = shlex.split(match.group(1).replace("…", "..."))
             except ValueError:
                 continue                    # a fragment with an open quote
-            if any(w.isupper() and len(w) > 1 and w.isalpha() or "..." in w for w in words):
-                continue                    # a synopsis: PID, PATH, FILE, ... placeholders
+            if not {"-p", "-t", "--"} & set(words) or {"|", "(-t"} & set(words) \
+                    or any("..." in w for w in words):
+                continue                    # a name (`gs-cgen info --lines`), a synopsis
             _cli_check(words, f"{path.name}: `{match.group(1)}`")
             checked += 1
     assert checked >= 20
