@@ -134,4 +134,4 @@ def test_the_docs_run_commands_here():
     blocks, and each shows at least one gs-cgen command."""
     assert len(EXECUTED) >= 10
     for block in EXECUTED:
-        assert any(argv(c)[:1] == ["gs-cgen"] for c in commands(block)), block.where
+        assert any("gs-cgen" in argv(c) for c in commands(block)), block.where
