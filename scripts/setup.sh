@@ -8,6 +8,7 @@ need_apt=()
 dpkg -s python3-bpfcc >/dev/null 2>&1 || need_apt+=(python3-bpfcc)
 dpkg -s linux-headers-amd64 >/dev/null 2>&1 || need_apt+=(linux-headers-amd64)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)      # the C++ fixtures
 command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 # glibc's DWARF: tests/live/test_glibc_live.py traces malloc, strlen, ... by name
 dpkg -s libc6-dbg >/dev/null 2>&1 || need_apt+=(libc6-dbg)

@@ -71,8 +71,11 @@ def _cli_check(words: list[str], where: str) -> None:
     assert command is not None, f"{where}: no command {words[1]!r}"
     # a placeholder (PID, HOSTPID, PATH) stands for a value of its option
     args = ["1" if re.fullmatch(r"[A-Z][A-Z0-9_]+", w) else w for w in words[2:]]
+    # the group's context as parent, as `gs-cgen` makes it: click caches each
+    # command's help option from the first context it sees (-h, --help)
+    top = click.Context(cli, info_name="gs-cgen", **cli.context_settings)
     try:
-        command.make_context(words[1], args)
+        command.make_context(words[1], args, parent=top)
     except click.exceptions.Exit:
         pass
     except click.UsageError as exc:
