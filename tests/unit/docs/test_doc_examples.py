@@ -6,7 +6,8 @@
   marked `skip` with a reason;
 - every `gs-cgen` command shown (executed or not, in blocks and in inline
   code) is a valid command line for today's CLI;
-- every ```gs script parses and passes the static checks; one that names
+- every ```gs script, and every script a command shows (`-s TEXT`,
+  `-f FILE`), parses and passes the static checks; a gs block that names
   its file is that file; one that names a target compiles against it
   (`--emit-c`, which needs no root);
 - the links between the pages resolve.
@@ -118,6 +119,34 @@ def test_every_gs_cgen_command_shown_is_valid():
     assert checked >= 20
 
 
+def _command_scripts() -> list[tuple[str, str]]:
+    """(where, script text) of each `-s TEXT` / `-f FILE` of the gs-cgen
+    commands in console blocks, executed or not."""
+    found = []
+    for block in CONSOLES:
+        for command in commands(block):
+            words = _gs_cgen_words(command) or []
+            for flag, value in zip(words, words[1:]):
+                where = f"{block.where} line {command.line}"
+                if flag in ("-s", "--script"):
+                    found.append((where, value))
+                elif flag in ("-f", "--script-file") and (REPO / value).exists():
+                    found.append((where, (REPO / value).read_text()))
+    return found
+
+
+def test_the_scripts_of_the_commands_parse_and_check():
+    from gs_cgen.errors import GsError
+    from gs_cgen.script import check, parse
+    scripts = _command_scripts()
+    assert len(scripts) >= 20
+    for where, text in scripts:
+        try:
+            check(parse(text))
+        except GsError as exc:
+            pytest.fail(f"{where}: {exc.render('<doc>', text)}")
+
+
 @pytest.mark.parametrize("block", SCRIPTS, ids=_ids(SCRIPTS))
 def test_script_parses_and_checks(block: Block):
     from gs_cgen.errors import GsError
@@ -211,7 +240,8 @@ def test_counts(capsys):
     with capsys.disabled():
         print(f"\ndoc examples: {len(executed)} console blocks executed "
               f"({sum(len(commands(b)) for b in executed)} commands), {len(skipped)} not executed, "
-              f"{len(SCRIPTS)} scripts checked ({len(TARGETED)} compiled against their target)")
+              f"{len(SCRIPTS)} gs blocks checked ({len(TARGETED)} compiled against their target), "
+              f"{len(_command_scripts())} scripts of commands checked")
         for block in skipped:
             print(f"  not executed: {block.where}: {block.skip_reason}")
     assert executed and SCRIPTS
