@@ -1,4 +1,4 @@
-/* A toy order service for the README's language tour.
+/* A toy order service for the language tour (docs/guide.md) and README's tour.
  * Build: gcc -g -O0 -fPIE -pie -o examples/build/shop examples/shop.c
  * It handles one order every 100 ms, forever, and prints nothing. */
 #include <stdio.h>

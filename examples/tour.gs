@@ -1,4 +1,4 @@
-// Language tour: trace examples/build/shop (see README "Language tour").
+// Language tour: trace examples/build/shop (docs/guide.md, "A tour of the language").
 trace handle_order {
     print *o;                                   // a whole struct, through a pointer
     print customer;                             // char*  -> quoted string

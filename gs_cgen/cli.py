@@ -94,8 +94,11 @@ class _MetricsAddress(click.ParamType):
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), help="Exit after SECONDS.")
 @click.option("--dry-run", is_flag=True, help="Resolve, compile and verifier-load; attach nothing.")
 @click.option("--emit-c", is_flag=True, help="Print the generated C and exit (no root needed).")
-@click.option("--event-map", type=click.Choice(["ringbuf", "perf"]), default="ringbuf")
-@click.option("--mem-dump-cap", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--event-map", type=click.Choice(["ringbuf", "perf"]), default="ringbuf",
+              show_default=True, help="How events reach gs-cgen: the BPF ring buffer or "
+              "per-CPU perf event arrays.")
+@click.option("--mem-dump-cap", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Bytes a string or memory dump reads at most.")
 @click.option("--backtrace-depth", type=click.IntRange(1, 128), default=64, show_default=True,
               help="Frames a `bt` shows at most.")
 @click.option("--backtrace-stack", type=click.IntRange(min=512), default=16384, show_default=True,

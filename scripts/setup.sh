@@ -8,10 +8,13 @@ need_apt=()
 dpkg -s python3-bpfcc >/dev/null 2>&1 || need_apt+=(python3-bpfcc)
 dpkg -s linux-headers-amd64 >/dev/null 2>&1 || need_apt+=(linux-headers-amd64)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)      # the C++ fixtures
 command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 # glibc's DWARF: tests/live/test_glibc_live.py traces malloc, strlen, ... by name
 dpkg -s libc6-dbg >/dev/null 2>&1 || need_apt+=(libc6-dbg)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
+# man(1) for tests/install/test_wheel.py: the installed page renders and is found
+command -v man >/dev/null 2>&1 || need_apt+=(man-db)
 # debug files from a debuginfod server (tests/live/test_debuginfod_live.py):
 # the client library gs-cgen loads through ctypes, and the server the test runs
 dpkg -s libdebuginfod1 >/dev/null 2>&1 || need_apt+=(libdebuginfod1)
