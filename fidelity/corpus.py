@@ -76,7 +76,7 @@ class Target:
     argv: list[str]
     sites: list[Site] = field(default_factory=list)
     # Rust and C++: both tools read the DWARF layout (gdb's print/r,
-    # gs-cgen's raw(NAME)), not the std types' semantic forms (README "Rust").
+    # gs-cgen's raw(NAME)), not the std types' semantic forms (docs/guide.md "Rust programs").
     raw_layout: bool = False
 
     @property
@@ -136,7 +136,7 @@ def _rust_target(program: Program, level: str, exe: Path) -> Target:
 
 def _cpp_target(program: Program, level: str, exe: Path) -> Target:
     """g++ (libstdc++), compared by DWARF layout like Rust: std types'
-    pretty-printed forms are not what this measures (README "C++")."""
+    pretty-printed forms are not what this measures (docs/guide.md "Rust and C++ programs")."""
     _gcc(["-o", str(exe), str(CORPUS / program.source)], level, compiler="g++")
     sites = line_sites(exe.resolve(), [program.source], main_module=True)
     return Target("cpp", program.name, level, [str(exe.resolve())], sites, raw_layout=True)

@@ -41,7 +41,7 @@ def _sites(modules: ModuleSet, kind: str, what: str):
 
 
 def describe_data(modules: ModuleSet, kind: str, what: str) -> dict:
-    """`describe` as data (`--output json`; README "gs-cgen info")."""
+    """`describe` as data (`--output json`; docs/reference.md "gs-cgen info")."""
     from gs_cgen.render.info_json import site_json  # noqa: PLC0415
     sites = _sites(modules, kind, what)
     frames = [site_frame(module, site) for module, site in sites]

@@ -138,7 +138,7 @@ def narrow(value: ir.Scalar, ctype: CType) -> ir.Scalar:
 
 # ---------------------------------------------------------------------------
 # Operators. C leaves some operations undefined; a tracer must not print a
-# plausible number for them (README "Arithmetic"):
+# plausible number for them (docs/reference.md "Arithmetic"):
 #   x / 0, x % 0                  -> error value "division by zero"
 #   x << n, x >> n, n < 0 or n >= width of x's promoted type
 #                                 -> error value "shift count out of range"

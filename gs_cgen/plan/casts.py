@@ -1,7 +1,7 @@
 """`cast(expr, "TYPE")`: the type TYPE names at a probe, and what the cast
 makes of its operand.
 
-Lookup order (README "Casts"): the probe's own module (a definition in
+Lookup order (docs/reference.md "Casts and builtin lengths"): the probe's own module (a definition in
 the probe's compile unit first), then the other loaded modules with DWARF
 (several of them: all must define the name alike, else the cast is
 ambiguous), then the spellings whose meaning the x86_64 ABI fixes (C base

@@ -89,7 +89,7 @@ def _grid(first: list[str], columns: list[list[str]]) -> list[str]:
 
 
 def map_json(found: FunctionMap) -> dict:
-    """The same facts as data (README "gs-cgen info --output json")."""
+    """The same facts as data (docs/reference.md "gs-cgen info --output json")."""
     return {
         "function": found.function, "module": found.module_path,
         "probe_address": found.entry_address, "note": found.note, "file": found.file,

@@ -1,5 +1,5 @@
 """`gs-cgen info --output json` for the function, line and address forms:
-the facts the text lists, one object per probe site (README "gs-cgen info
+the facts the text lists, one object per probe site (docs/reference.md "gs-cgen info
 --output json")."""
 from __future__ import annotations
 

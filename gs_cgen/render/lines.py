@@ -29,7 +29,7 @@ _REASONS = {
     ValueStatus.TLS_NOT_ALLOCATED: TLS_NOT_ALLOCATED_TEXT,
 }
 
-# Statuses of C's undefined operations (README "Arithmetic").
+# Statuses of C's undefined operations (docs/reference.md "Arithmetic").
 _ARITHMETIC = {ValueStatus.DIV_BY_ZERO, ValueStatus.SHIFT_RANGE}
 
 

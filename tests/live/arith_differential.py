@@ -11,9 +11,9 @@ Who says what the right answer is:
 - gcc, for every expression C defines: the fixture is rebuilt with the
   expressions' printf lines inside arith_probe (`oracle_source`) and run.
   It is built with -fwrapv, because gs-cgen's rule for signed overflow is
-  two's-complement wrap-around (README, "Arithmetic").
+  two's-complement wrap-around (docs/reference.md "Arithmetic").
 - This module's own model (`evaluate`), only where C has undefined
-  behaviour and gs-cgen's rules (README) decide instead: division or
+  behaviour and gs-cgen's rules (docs/reference.md) decide instead: division or
   remainder by zero and shift counts that are negative or not below the
   promoted width are `<error: ...>` values; INT_MIN / -1 wraps like any
   signed overflow (gcc's program would trap there). The model is itself

@@ -5,7 +5,7 @@ operands of tests/fixtures/arith_operands.c; gcc computes each one inside
 arith_probe() of that same fixture, and gs-cgen prints each one from a
 uprobe on arith_probe(). Every line must be equal: 0 differences.
 
-Where C is undefined the expected text comes from gs-cgen's rules (README
+Where C is undefined the expected text comes from gs-cgen's rules (docs/reference.md
 "Arithmetic"), through the generator's model, which is itself checked here
 against gcc on every expression gcc can run.
 """
@@ -100,7 +100,7 @@ def test_every_operator_prints_what_gcc_computes(operands_bin, expressions, tmp_
     assert sum("<error: division by zero>" in line for line in ours) > 10
 
 
-# gs-cgen's rules where C is undefined (README "Arithmetic"). gcc cannot say
+# gs-cgen's rules where C is undefined (docs/reference.md "Arithmetic"). gcc cannot say
 # (its program would trap or it may assume the case away); gdb itself dies
 # of SIGFPE on `print g_i_min / -1`. The wrap-around values are those of
 # two's complement, as gcc -fwrapv folds them.

@@ -40,7 +40,7 @@ def gdb_stack(argv: list[str], breakpoint: str) -> list[dict]:
 
 
 def shows(words: str) -> tuple[bool, bool, bool]:
-    """(raw, inlined, full) of `bt WORDS` (README "bt")."""
+    """(raw, inlined, full) of `bt WORDS` (docs/reference.md "Backtraces")."""
     raw = "raw" in words.split()
     inlined = "inline" in words.split() or (not raw and "noinline" not in words.split())
     return raw, inlined, "full" in words.split()

@@ -1,6 +1,6 @@
 """C's integer rules at plan time: literal types, bit-field promotion,
 constant folding, and the undefined operations gs-cgen turns into error
-values (README "Arithmetic"). Each case here was a wrong number the live
+values (docs/reference.md "Arithmetic"). Each case here was a wrong number the live
 differential (tests/live/test_arith_differential_live.py) found against gcc."""
 from __future__ import annotations
 
