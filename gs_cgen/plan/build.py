@@ -27,7 +27,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 PrintStep, ProbePlan, ProbeSite, RenderLine, ScalarCapture,
                                 SlotRef, Step, StringCapture, THREAD_POINTER_NOT_READ,
                                 ThreadPointer, ValueSlot, VariableArrayCapture, module_cookie)
-from gs_cgen.plan.follows import plan_follows
+from gs_cgen.plan.follows import plan_follows_noted
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.printers.rust import pointer_layout
 from gs_cgen.plan.scope import SiteScope, site_scopes
@@ -319,13 +319,14 @@ class _ProbeBuilder:
         """A value whose std type keeps its data behind pointers (a Rust
         String, Vec, Box...): those reads too (plan/follows.py)."""
         room = object_cap(self.options.transport) - root_size
-        follows = plan_follows(ctype, self.options.max_elements, room)
+        follows, notes = plan_follows_noted(ctype, self.options.max_elements, room)
+        self.notes.extend(n for n in notes if n not in self.notes)
         if not follows:
             return None
         root = (root_size + 7) & ~7
         last = follows[-1]
         return DeepCapture(address, ctype, root_size, follows,
-                           root + last.offset + last.reps * last.stride, from_value,
+                           root + last.offset + last.size, from_value,
                            self.options.max_elements)
 
     def _variable_array(self, place: ir.Place, ctype, expr: ast.Expr) -> tuple[Capture, int]:

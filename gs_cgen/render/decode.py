@@ -10,7 +10,7 @@ import struct
 from enum import Enum
 
 from gs_cgen.abi import abi
-from gs_cgen.dwarf.types import type_size
+from gs_cgen.dwarf.types import strip, type_size
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith
 from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DeepCapture,
@@ -144,6 +144,9 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             return values.decode_raw(ctype, data[:size])
         case MemoryCapture(ctype=ctype, size=size):
             return memory_value(ctype, data, size, address)
+        case DeepCapture(ctype=ctype) if getattr(strip(ctype), "language", None) == "c++":
+            from gs_cgen.render.cpp import decode_cpp  # noqa: PLC0415
+            return decode_cpp(ctype, data, address, capture)
         case DeepCapture(ctype=ctype):
             from gs_cgen.render.rust import decode_rust  # noqa: PLC0415
             return decode_rust(ctype, data, address, capture)

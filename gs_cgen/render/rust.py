@@ -32,6 +32,7 @@ class _Decoder:
         self.capture, self.data = capture, data
         follows = capture.follows if capture is not None else ()
         self.index = {follow_key(f): i for i, f in enumerate(follows)}
+        self.tag = 0                 # the std::variant alternative being decoded (C++)
 
     def value(self, ctype, element: bytes, offset: int, source, element_index: int,
               depth: int) -> Value:
@@ -114,7 +115,7 @@ class _Decoder:
         """(follow index, follow, status, requested length, address, bytes
         read) of the follow whose pointer is at `pointer_offset` of that
         element; None when none was planned."""
-        found = self.index.get((source, pointer_offset, add, backwards))
+        found = self.index.get((source, pointer_offset, add, backwards, self.tag))
         if found is None or self.capture is None:
             return None
         follow = self.capture.follows[found]

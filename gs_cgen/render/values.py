@@ -147,11 +147,26 @@ class UnitValue:
 @dataclass(frozen=True)
 class VariantValue:
     """A Rust enum's value: its variant's name and payload (a StructValue,
-    TupleValue or UnitValue named after the variant)."""
+    TupleValue or UnitValue named after the variant); a C++ std::variant's
+    index and value, `label` `std::variant`: `std::variant(1: "text")`."""
 
     ctype: CType
     variant: str
     payload: "Value"
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class OwnerValue:
+    """A C++ smart pointer: `std::unique_ptr(0x55d0... -> Point { x: 1 })`,
+    with a shared one's `use_count`; `target` None when the pointee was not
+    read (beyond the event's room, or a weak_ptr whose object is gone)."""
+
+    ctype: CType
+    label: str
+    address: int
+    target: "Value | None"
+    use_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +187,7 @@ class UnknownValue:
 
 Value = (IntValue | BoolValue | FloatValue | ComplexValue | EnumValue | PointerValue
          | StringValue | StructValue | ArrayValue | MapValue | TupleValue | UnitValue
-         | VariantValue
+         | VariantValue | OwnerValue
          | ErrorValue | UnknownValue)
 
 
@@ -201,9 +216,12 @@ def decode_raw(ctype: CType, data: bytes) -> Value:
     base = strip(ctype)
     if not isinstance(base, StructType):
         return _decode(ctype, data, False, None, 0)
+    bases = tuple((base_field_name(b), decode_raw(b.type, data[b.offset:b.offset + type_size(b.type)]))
+                  for b in base.bases
+                  if b.offset is not None and b.offset + type_size(b.type) <= len(data))
     fields = tuple((m.name or "?", decode_raw(m.type, data[m.offset:m.offset + type_size(m.type)]))
                    for m in base.members if m.offset + type_size(m.type) <= len(data))
-    return StructValue(ctype, fields, name=base.name)
+    return StructValue(ctype, bases + fields, name=base.name)
 
 
 def _within(gaps: Gaps, start: int, size: int) -> Gaps:
@@ -296,6 +314,11 @@ def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
     if base.language == "rust" and not gaps:
         from gs_cgen.render.rust import decode_rust  # noqa: PLC0415 — it builds on this module
         return decode_rust(ctype, data, address)
+    if base.language == "c++" and not gaps:
+        from gs_cgen.render.cpp import decode_std  # noqa: PLC0415 — it builds on this module
+        value = decode_std(ctype, data, address)
+        if value is not None:
+            return value
     fields, truncated = _base_fields(base, data, address, depth + 1, gaps,
                                      set() if virtual_seen is None else virtual_seen)
     for member in base.members:
