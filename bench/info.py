@@ -86,3 +86,13 @@ def measure_dry_run(binary: str, script: str, warm_runs: int) -> Timed:
 
 def measure_python_start(warm_runs: int) -> Timed:
     return time_command("python -c pass", [VENV_PY, "-c", "pass"], [], warm_runs, 0, [])
+
+
+IMPORT_FLOOR = "import click, elftools.elf.elffile"
+
+
+def measure_import_floor(warm_runs: int) -> Timed:
+    """The two libraries every `info` imports, and nothing else: the
+    floor a small binary's `info` is held to (within 0.03 s)."""
+    return time_command(f"python -c '{IMPORT_FLOOR}'", [VENV_PY, "-c", IMPORT_FLOOR], [],
+                        warm_runs, 0, [])

@@ -123,6 +123,7 @@ class ScalarCapture:
 
     value: Scalar
     ctype: CType
+    raw: bool = False         # `raw(x)`: the DWARF layout, no std printer (gdb's print/r)
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,7 @@ class CompositeCapture:
     ctype: CType
     size: int
     gaps: tuple[tuple[int, int], ...] = ()     # [start, end) bytes optimized out
+    raw: bool = False         # `raw(x)`: the DWARF layout, no std printer (gdb's print/r)
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,7 @@ class KnownBytesCapture:
 
     data: bytes
     ctype: CType
+    raw: bool = False         # `raw(x)`: the DWARF layout, no std printer (gdb's print/r)
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ def layout(ctype: CType) -> Layout:
     found = recognize(base)
     if found is not None:
         return found
-    return Layout(Kind.PLAIN, note=f"note: the layout of {base.name} is not one gs-cgen knows "
-                                   "(libstdc++'s); it prints as its DWARF members")
+    return Layout(Kind.PLAIN, note=f"the layout of {base.name} is not one gs-cgen knows "
+                                   "(libstdc++'s)")
 
 
 def family(name: str) -> str:

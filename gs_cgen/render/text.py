@@ -176,9 +176,9 @@ def value_json(value: Value) -> object:
             return data.decode("utf-8", "backslashreplace")
         case StructValue(fields=fields):
             return {name: value_json(field) for name, field in fields}
-        case ArrayValue(elements=elements, more=more, truncated=cut):
+        case ArrayValue(elements=elements, more=more):
             shown = [value_json(element) for element in elements]
-            return _cut_json("elements", shown, len(shown) + more) if more or cut else shown
+            return _cut_json("elements", shown, len(shown) + more) if more else shown
         case TupleValue(elements=elements):
             return [value_json(element) for element in elements]
         case MapValue(entries=entries, is_set=True, more=more):
@@ -190,6 +190,8 @@ def value_json(value: Value) -> object:
         case OwnerValue(address=address, target=target, use_count=use_count):
             owner = {"address": address, "value": None if target is None else value_json(target)}
             return owner if use_count is None else {**owner, "use_count": use_count}
+        case UnitValue(name="()"):
+            return []                            # the empty tuple, as tuples are arrays
         case UnitValue(name=name):
             return name
         case VariantValue(variant=variant, payload=payload, label=label) if label:
@@ -263,6 +265,27 @@ def escape_bytes(data: bytes, quoted: bool) -> str:
     return "".join(out)
 
 
+_RUST_ESCAPES = {"\0": "\\0", "\t": "\\t", "\r": "\\r", "\n": "\\n", "\\": "\\\\",
+                 '"': '\\"'}
+
+
+def rust_escape(data: bytes) -> str:
+    """A Rust string's text as `{:?}` quotes it: `\\0 \\t \\n \\r \\\\ \\"`,
+    other unprintable characters as `\\u{1b}`, bytes that are not UTF-8
+    (an OsString's) as `\\xFF`."""
+    out = []
+    for char in data.decode("utf-8", "surrogateescape"):
+        if char in _RUST_ESCAPES:
+            out.append(_RUST_ESCAPES[char])
+        elif "\udc80" <= char <= "\udcff":
+            out.append(f"\\x{ord(char) - 0xDC00:02X}")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(f"\\u{{{ord(char):x}}}")
+    return "".join(out)
+
+
 def _struct_text(value: StructValue, kind: FormatKind) -> str:
     fields = [f"{name}: {format_value(field, kind)}" for name, field in value.fields]
     body = _join(fields, value.truncated)
@@ -281,7 +304,8 @@ def _join(parts: list[str], truncated: bool) -> str:
 def _string_text(value: StringValue, kind: FormatKind) -> str:
     match kind:
         case FormatKind.DEFAULT:
-            text = '"' + escape_bytes(value.data, quoted=True) + '"'
+            escaped = rust_escape(value.data) if value.rust else escape_bytes(value.data, True)
+            text = '"' + escaped + '"'
             return text + TRUNCATED if value.truncated else text    # `"aaaa"... <truncated>`
         case FormatKind.POINTER:
             if value.address is None:

@@ -70,3 +70,24 @@ def test_events_goal_needs_exact_accounting():
 def test_table_is_markdown():
     assert table(["a", "b"], [["1", "2"]]).splitlines() == ["| a | b |", "| --- | --- |",
                                                              "| 1 | 2 |"]
+
+
+def test_std_value_goal_pairs_the_vec_with_the_c_array():
+    from bench import values
+    rows = {"C array": {"gs-cgen": HitRow("gs-cgen", [1.0, 2.0]),
+                        "BCC empty program": HitRow("BCC empty program", [0.5, 1.0])},
+            "Rust Vec": {"gs-cgen": HitRow("gs-cgen", [1.4, 2.8])}}
+    row = Report(quick=True, values=rows).summary().splitlines()[-1]
+    assert "(1.40× the C array)" in row and row.endswith("| yes |")
+    for source in ("values_target.c", "values_target.rs"):      # the nop each probe sits on
+        line = values.probe_line(f"{values.HERE}/{source}")
+        assert "nop" in open(f"{values.HERE}/{source}").read().splitlines()[line - 1]
+
+
+def test_small_info_goal_is_the_import_floor_plus_30_ms():
+    from bench.info import Timed
+    for warm, verdict in ((0.085, "yes"), (0.095, "**no**")):
+        report = Report(quick=True, info={"small function": {"gs-cgen": Timed("gs-cgen", warm)}},
+                        import_floor=Timed("floor", 0.06))
+        row = next(r for r in report._info_summary() if "small binary" in r[0])
+        assert row[3] == "import click + pyelftools 0.060 s" and row[-1] == verdict
