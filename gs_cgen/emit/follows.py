@@ -33,25 +33,43 @@ def _root_sourced(w: CWriter, base: int, slot: ValueSlot, follow: FollowRead) ->
 
 
 def _follow_sourced(w: CWriter, base: int, source: FollowRead, follow: FollowRead) -> None:
-    elements = follow.source_elements
     w.line("#pragma clang loop unroll(disable)")
-    with w.block(f"for (__u32 gs_r = 0; gs_r < {source.reps}; gs_r++)"):
-        w.line(f"__u32 gs_sh = {base + source.offset} + gs_r * {source.stride};")
-        w.line("if (GS_STATUS(ev, gs_sh) != GS_STATUS_OK)")
-        w.line("    continue;")
-        w.line("__u32 gs_got = GS_LENGTH(ev, gs_sh);")
-        w.line(f"if (gs_got > {source.cap}) gs_got = {source.cap};")
-        # The elements past what the source read are never decoded: the
-        # loop ends there (a `continue` would leave the verifier one
-        # narrowed state per element, none of them prunable).
+    if source.walk is Walk.NONE:
+        with w.block(f"for (__u32 gs_r = 0; gs_r < {source.reps}; gs_r++)"):
+            w.line(f"__u32 gs_sh = {base + source.offset} + gs_r * {source.stride};")
+            w.line("if (GS_STATUS(ev, gs_sh) != GS_STATUS_OK)")
+            w.line("    continue;")
+            _source_elements(w, base, source, follow)
+        return
+    # A walk's nodes: each walk's reached ones, up to the first sub-slot
+    # it did not reach (_walk_end).
+    walks = source.reps // source.links
+    with w.block(f"for (__u32 gs_q = 0; gs_q < {walks}; gs_q++)"):
         w.line("#pragma clang loop unroll(disable)")
-        with w.block(f"for (__u32 gs_e = 0; gs_e < {elements}; gs_e++)"):
-            w.line(f"if ((gs_e + 1) * {follow.element_size} > gs_got)")
+        with w.block(f"for (__u32 gs_j = 0; gs_j < {source.links}; gs_j++)"):
+            w.line(f"__u32 gs_r = gs_q * {source.links} + gs_j;")
+            w.line(f"__u32 gs_sh = {base + source.offset} + gs_r * {source.stride};")
+            w.line("if (GS_STATUS(ev, gs_sh) != GS_STATUS_OK)")
             w.line("    break;")
-            if follow.end_offset is not None:
-                w.line(f"__u64 gs_a = GS_ADDRESS(ev, gs_sh) + gs_e * {follow.element_size};")
-            _element(w, base, f"gs_sh + 16 + gs_e * {follow.element_size}",
-                     f"(gs_r * {elements} + gs_e)", follow)
+            _source_elements(w, base, source, follow)
+
+
+def _source_elements(w: CWriter, base: int, source: FollowRead, follow: FollowRead) -> None:
+    """The follow's reads for each element of source sub-slot gs_sh."""
+    elements = follow.source_elements
+    w.line("__u32 gs_got = GS_LENGTH(ev, gs_sh);")
+    w.line(f"if (gs_got > {source.cap}) gs_got = {source.cap};")
+    # The elements past what the source read are never decoded: the
+    # loop ends there (a `continue` would leave the verifier one
+    # narrowed state per element, none of them prunable).
+    w.line("#pragma clang loop unroll(disable)")
+    with w.block(f"for (__u32 gs_e = 0; gs_e < {elements}; gs_e++)"):
+        w.line(f"if ((gs_e + 1) * {follow.element_size} > gs_got)")
+        w.line("    break;")
+        if follow.end_offset is not None:
+            w.line(f"__u64 gs_a = GS_ADDRESS(ev, gs_sh) + gs_e * {follow.element_size};")
+        _element(w, base, f"gs_sh + 16 + gs_e * {follow.element_size}",
+                 f"(gs_r * {elements} + gs_e)", follow)
 
 
 def _element(w: CWriter, base: int, element: str, rep: str, follow: FollowRead) -> None:
@@ -66,72 +84,79 @@ def _element(w: CWriter, base: int, element: str, rep: str, follow: FollowRead) 
             _read(w, element, follow)
 
 
-def _unreached(w: CWriter, follow: FollowRead) -> None:
-    """The sub-slots of the walk at gs_first, none reached yet: render/
-    shows the nodes before the first sub-slot not OK."""
-    w.line("#pragma clang loop unroll(disable)")
-    with w.block(f"for (__u32 gs_k = 0; gs_k < {follow.links}; gs_k++)"):
-        w.line(f"GS_STATUS(ev, gs_first + gs_k * {follow.stride}) = GS_STATUS_UNAVAILABLE;")
+def _walk_node(w: CWriter, follow: FollowRead) -> None:
+    """Read node gs_k at gs_p into its sub-slot; a node that cannot be
+    read keeps its error status and ends the walk."""
+    w.line(f"__u32 gs_h = gs_first + gs_k * {follow.stride};")
+    w.line(f"gs_read_dump(ev, gs_h, gs_h + 16, {follow.cap}, gs_p, {follow.fixed});")
+    with w.block("if (GS_STATUS(ev, gs_h) != GS_STATUS_OK)"):
+        w.line("gs_k += 1;")
+        w.line("break;")
+
+
+def _walk_end(w: CWriter, follow: FollowRead) -> None:
+    """The sub-slot after the last one the walk wrote is marked
+    unreached (the event's bytes are stale): render/ and the follows
+    sourced from the walk stop there."""
+    w.line(f"if (gs_k < {follow.links})")
+    w.line(f"    GS_STATUS(ev, gs_first + gs_k * {follow.stride}) = GS_STATUS_UNAVAILABLE;")
 
 
 def _chain(w: CWriter, base: int, element: str, rep: str, follow: FollowRead) -> None:
-    """Up to `links` nodes, each from the previous node's next pointer."""
+    """Up to `links` nodes, each from the previous node's next pointer,
+    until a null pointer or `gs_end` (std::list's header)."""
     w.line(f"__u32 gs_first = {base + follow.offset} + {rep} * {follow.links * follow.stride};")
-    _unreached(w, follow)
     w.line(f"__u64 gs_p = *(__u64 *)(ev + {element} + {follow.pointer_offset});")
     end = "0" if follow.end_offset is None else f"gs_a + {follow.end_offset}"
     w.line(f"__u64 gs_end = {end};")
+    w.line("__u32 gs_k = 0;")
     w.line("#pragma clang loop unroll(disable)")
-    with w.block(f"for (__u32 gs_k = 0; gs_k < {follow.links}; gs_k++)"):
+    with w.block(f"for (; gs_k < {follow.links}; gs_k++)"):
         w.line("if (gs_p == 0 || gs_p == gs_end)")
         w.line("    break;")
-        w.line(f"__u32 gs_h = gs_first + gs_k * {follow.stride};")
-        w.line(f"gs_read_dump(ev, gs_h, gs_h + 16, {follow.cap}, gs_p, {follow.fixed});")
-        w.line("if (GS_STATUS(ev, gs_h) != GS_STATUS_OK)")
-        w.line("    break;")
+        _walk_node(w, follow)
         w.line(f"gs_p = *(__u64 *)(ev + gs_h + 16 + {follow.next_offset});")
+    _walk_end(w, follow)
 
 
 def _tree(w: CWriter, base: int, element: str, rep: str, follow: FollowRead) -> None:
-    """A binary tree from its root, in pre-order (each node read when
-    first reached, then its left subtree, then its right): a stack of the
-    nodes whose right child is still to visit. The node count and the
-    stack live in the event's scratch (`gs_w`: u32 count, u32 depth, u16
-    node index per level), not in registers: loaded from the event they
-    are unknown to the verifier, which so sees one state per step instead
-    of one per (count, depth) pair."""
+    """A binary tree from its root in pre-order, one node per step (its
+    left child next, else the right child last pushed): render/ puts the
+    nodes in key order. The stack of right children still to visit is in
+    the event's scratch (`gs_w`: u32 depth, then u64 node pointers), its
+    depth loaded from there: unknown to the verifier, which so sees one
+    state per step rather than one per (step, depth) pair; the node index
+    is the loop's own counter."""
     stride, links = follow.stride, follow.links
     w.line(f"__u32 gs_first = {base + follow.offset} + {rep} * {links * stride};")
     w.line(f"__u32 gs_w = {base + follow.offset + follow.reps * stride};")
-    _unreached(w, follow)
     w.line(f"__u64 gs_p = *(__u64 *)(ev + {element} + {follow.pointer_offset});")
     w.line("*(volatile __u32 *)(ev + gs_w) = 0;")
-    w.line("*(volatile __u32 *)(ev + gs_w + 4) = 0;")
+    w.line("__u32 gs_k = 0;")
     w.line("#pragma clang loop unroll(disable)")
-    with w.block(f"for (__u32 gs_k = 0; gs_k < {2 * links + 1}; gs_k++)"):
-        w.line("__u32 gs_i = *(volatile __u32 *)(ev + gs_w);")
-        w.line("__u32 gs_sp = *(volatile __u32 *)(ev + gs_w + 4);")
-        with w.block("if (gs_p != 0)"):
-            w.line(f"if (gs_i >= {links} || gs_sp >= {TREE_STACK})")
-            w.line("    break;")
-            w.line(f"__u32 gs_h = gs_first + gs_i * {stride};")
-            w.line(f"gs_read_dump(ev, gs_h, gs_h + 16, {follow.cap}, gs_p, {follow.fixed});")
-            w.line("if (GS_STATUS(ev, gs_h) != GS_STATUS_OK)")
-            w.line("    break;")
-            w.line("*(volatile __u16 *)(ev + gs_w + 8 + gs_sp * 2) = gs_i;")
-            w.line("*(volatile __u32 *)(ev + gs_w) = gs_i + 1;")
-            w.line("*(volatile __u32 *)(ev + gs_w + 4) = gs_sp + 1;")
-            w.line(f"gs_p = *(__u64 *)(ev + gs_h + 16 + {follow.next_offset});")
+    with w.block(f"for (; gs_k < {links}; gs_k++)"):
+        w.line("if (gs_p == 0)")
+        w.line("    break;")
+        _walk_node(w, follow)
+        w.line(f"__u64 gs_left = *(__u64 *)(ev + gs_h + 16 + {follow.next_offset});")
+        w.line(f"__u64 gs_right = *(__u64 *)(ev + gs_h + 16 + {follow.right_offset});")
+        w.line("__u32 gs_sp = *(volatile __u32 *)(ev + gs_w);")
+        with w.block("if (gs_right != 0)"):
+            # deeper than a red-black tree of 2^32 nodes: not a tree
+            w.line(f"if (gs_sp >= {TREE_STACK}) {{ gs_k += 1; break; }}")
+            w.line(f"*(__u64 *)(ev + gs_w + 8 + (gs_sp & {TREE_STACK - 1}) * 8) = gs_right;")
+            w.line("gs_sp += 1;")
+            w.line("*(volatile __u32 *)(ev + gs_w) = gs_sp;")
+        with w.block("if (gs_left != 0)"):
+            w.line("gs_p = gs_left;")
+            w.line("continue;")
+        w.line("if (gs_sp == 0)")
+        w.line("    gs_p = 0;")
         with w.block("else"):
-            w.line(f"if (gs_sp == 0 || gs_sp > {TREE_STACK})")
-            w.line("    break;")
             w.line("gs_sp -= 1;")
-            w.line("__u32 gs_j = *(volatile __u16 *)(ev + gs_w + 8 + gs_sp * 2);")
-            w.line(f"if (gs_j >= {links})")
-            w.line("    break;")
-            w.line("*(volatile __u32 *)(ev + gs_w + 4) = gs_sp;")
-            w.line(f"gs_p = *(__u64 *)(ev + gs_first + gs_j * {stride} + 16 + "
-                   f"{follow.right_offset});")
+            w.line(f"gs_p = *(__u64 *)(ev + gs_w + 8 + (gs_sp & {TREE_STACK - 1}) * 8);")
+            w.line("*(volatile __u32 *)(ev + gs_w) = gs_sp;")
+    _walk_end(w, follow)
 
 
 def _read(w: CWriter, element: str, follow: FollowRead) -> None:

@@ -192,7 +192,7 @@ class _Planner:
         index = self._add(source, offset + shape.pointer_offset, 0, None, 1, node, node, reps,
                           stride=node, walk=Walk.TREE if tree else Walk.CHAIN, links=links,
                           next_offset=shape.next_offset, right_offset=shape.right_offset,
-                          end_offset=end, scratch=8 + 2 * TREE_STACK if tree else 0)
+                          end_offset=end, scratch=8 + 8 * TREE_STACK if tree else 0)
         self.walk(shape.element, index, shape.value_offset, reps * links, depth + 1)
 
     def _handle(self, shape: Layout, source, offset: int, reps: int, depth: int) -> None:

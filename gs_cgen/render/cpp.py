@@ -118,15 +118,6 @@ class _CppDecoder(_Decoder):
         return StructValue(ctype, tuple(fields), name=None)
 
     # ------------------------------------------------------------ follows
-    def _slot(self, follow_index: int, rep: int):
-        """(status, requested length, address, bytes read) of a follow's
-        sub-slot `rep`."""
-        follow = self.capture.follows[follow_index]
-        at = self.capture.follows_offset + follow.offset + rep * follow.stride
-        status = status_of(self.data[at])
-        length, address = struct.unpack_from("<IxxxxQ", self.data, at + 4)
-        return status, length, address, self.data[at + 16:at + 16 + min(length, follow.cap)]
-
     def _follow_index(self, source, pointer_offset: int, add: int = 0) -> int | None:
         if self.capture is None:
             return None
@@ -206,7 +197,7 @@ class _CppDecoder(_Decoder):
             if buffer >= len(body) // 8 or buffers is None:
                 break
             rep = index * map_elements + buffer
-            state, _, where, data = self._slot(buffers, rep)
+            state, _, where, data = self.sub_slot(buffers, rep)
             if state is not ValueStatus.OK:
                 if not items:
                     return ErrorValue(state, where, None, ctype)
@@ -232,7 +223,7 @@ class _CppDecoder(_Decoder):
         failed = None
         for k in range(follow.links):
             rep = index * follow.links + k
-            status, _, address, body = self._slot(follow_index, rep)
+            status, _, address, body = self.sub_slot(follow_index, rep)
             if status is not ValueStatus.OK:
                 if status is not ValueStatus.UNAVAILABLE:
                     failed = ErrorValue(status, address, None, ctype)

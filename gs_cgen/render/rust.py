@@ -105,12 +105,17 @@ class _Decoder:
         found = self.index.get((source, pointer_offset, add, backwards, self.tag))
         if found is None or self.capture is None:
             return None
-        follow = self.capture.follows[found]
-        at = self.capture.follows_offset + follow.offset + element_index * follow.stride
+        return (found, self.capture.follows[found], *self.sub_slot(found, element_index))
+
+    def sub_slot(self, follow_index: int, rep: int):
+        """(status, requested length, address, bytes read) of sub-slot
+        `rep` of a follow: gs_abi.h's value slot (status at +0, u32
+        length at +4, u64 address at +8, data from +16)."""
+        follow = self.capture.follows[follow_index]
+        at = self.capture.follows_offset + follow.offset + rep * follow.stride
         status = status_of(self.data[at])
-        length, address = struct.unpack_from("<IxxxxQ", self.data, at + 4)
-        body = self.data[at + 16:at + 16 + min(length, follow.cap)]
-        return found, follow, status, length, address, body
+        length, address = struct.unpack_from("<IQ", self.data, at + 4)
+        return status, length, address, self.data[at + 16:at + 16 + min(length, follow.cap)]
 
     def _sequence(self, ctype, shape, element, offset, source, index, depth) -> Value:
         length_at = offset + shape.length_offset
