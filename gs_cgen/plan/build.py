@@ -29,6 +29,8 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 ThreadPointer, ValueSlot, VariableArrayCapture, module_cookie)
 from gs_cgen.plan.follows import plan_follows_noted
 from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.printers import cpp
+from gs_cgen.printers.layout import Kind
 from gs_cgen.printers.rust import layout_notes, pointer_layout
 from gs_cgen.plan.scope import SiteScope, site_scopes
 from gs_cgen.plan.sites import place_probe, resolve_sites
@@ -329,10 +331,10 @@ class _ProbeBuilder:
             said = f"note: {note}: it prints in its DWARF form (raw)"
             if said not in self.notes:
                 self.notes.append(said)
-        if not follows and not _is_rust_struct(ctype):
+        if not follows and not _is_std_struct(ctype):
             return None
-        # A Rust value without pointers to chase (a Vec<()>) still carries
-        # --max-elements to the renderer.
+        # A std value without pointers to chase (a Vec<()>, a std::array)
+        # still carries --max-elements to the renderer.
         root = (root_size + 7) & ~7
         size = root + follows[-1].offset + follows[-1].size if follows else root_size
         return DeepCapture(address, ctype, root_size, follows, size, from_value,
@@ -522,6 +524,10 @@ def _align(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
-def _is_rust_struct(ctype) -> bool:
+def _is_std_struct(ctype) -> bool:
+    """A Rust struct, or a C++ std value gs-cgen shows by its layout."""
     base = strip(ctype)
-    return isinstance(base, StructType) and base.language == "rust"
+    if not isinstance(base, StructType):
+        return False
+    return base.language == "rust" or (base.language == "c++" and
+                                       cpp.layout(base).kind is not Kind.PLAIN)

@@ -90,9 +90,14 @@ class _CppDecoder(_Decoder):
                 return TupleValue(ctype, None, tuple(
                     self.value(m.type, element, offset + m.offset, source, element_index,
                                depth + 1) for m in shape.members))
-            case Kind.WRAPPER:
-                return self.value(shape.inner.type, element, offset + shape.inner.offset,
-                                  source, element_index, depth + 1)
+            case Kind.WRAPPER:                 # std::array: its elements, cut as a collection
+                inner = self.value(shape.inner.type, element, offset + shape.inner.offset,
+                                   source, element_index, depth + 1)
+                limit = self.max_shown(None)
+                if isinstance(inner, ArrayValue) and len(inner.elements) > limit:
+                    return ArrayValue(ctype, inner.elements[:limit],
+                                      more=len(inner.elements) - limit)
+                return inner
             case Kind.UNIT:
                 return ArrayValue(ctype, ())
         return self._class(ctype, base, element, offset, source, element_index, depth)
