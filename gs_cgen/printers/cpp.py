@@ -7,7 +7,7 @@ holding `_M_start`, `_Rb_tree_impl` holding `_M_header`...). Node types
 come from the DWARF too: each container's node allocator names them
 (`std::__new_allocator<std::_Rb_tree_node<V>>`'s `_Tp`). A class whose
 members do not validate is PLAIN with a note naming it, never guessed
-at; libc++ (`std::__1::`) is such a class.
+at; libc++ (`std::__1::`) is such a class: its members are its own.
 
 Covered: libstdc++ of gcc 9-14 (the C++11 string and list ABI)."""
 from __future__ import annotations
@@ -19,7 +19,9 @@ from gs_cgen.dwarf.types import (ArrayType, CType, IntType, PointerType, StructM
 from gs_cgen.printers.layout import Kind, Layout, Shown
 
 _PLAIN = Layout(Kind.PLAIN)
-_INLINE_NAMESPACES = re.compile(r"::__cxx11::|::__8::")
+# libstdc++'s C++11 ABI and versioned namespaces; libc++'s ABI namespace
+# (std::__1::vector) too, so that its classes are noted, not taken for users'.
+_INLINE_NAMESPACES = re.compile(r"::(?:__cxx11|__\d+)::")
 _MAX_DEPTH = 10
 
 
