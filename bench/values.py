@@ -1,10 +1,12 @@
-"""What printing a language's std value costs per hit (issue #23): a
-16-element Rust Vec<u64>, its data read behind its pointer in the probe
+"""What printing a language's std value costs per hit (issues #23, #24):
+a 16-element Rust Vec<u64>, its data read behind its pointer in the probe
 (plan/follows.py), against a 16-element C array of the same bytes read
-in place; `print *values;` on each, the BCC empty program as the floor.
-Measured as the per-hit rows are (bench/hit.py: interleaved rounds, the
-median of (traced - untraced) / N). The goal: the Vec costs at most 1.5x
-the array."""
+in place; a 16-element C++ std::map<int, int>, its red-black tree walked
+in the probe node by node, against a 16-element C array of the same
+{int, int} pairs; `print *values;` on each, the BCC empty program as the
+floor. Measured as the per-hit rows are (bench/hit.py: interleaved
+rounds, the median of (traced - untraced) / N). The goals: the Vec costs
+at most 1.5x its array, the map at most 3x its pairs."""
 from __future__ import annotations
 
 import os
@@ -17,6 +19,15 @@ from bench.tracers import BccEmpty, GsCgen, Site, usable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOAL = 1.5
+MAP_GOAL = 3.0
+
+# label -> (source, the function probed, the marker of its nop's line, arguments after N)
+WORKLOADS = {
+    "C array": ("values_target.c", "take_values", "LINE:probe", ()),
+    "Rust Vec": ("values_target.rs", "take_values", "LINE:probe", ()),
+    "C pairs": ("values_target.c", "take_pairs", "LINE:pairs", ("pairs",)),
+    "C++ map": ("values_target.cpp", "take_pairs", "LINE:pairs", ()),
+}
 
 
 class GsCgenPrint(GsCgen):
@@ -25,20 +36,27 @@ class GsCgenPrint(GsCgen):
         return f"trace {site.source_line} {{ print *values; }}"
 
 
-def probe_line(source: str) -> int:
-    """The line marked `LINE:probe` (the nop the probe sits on)."""
+def probe_line(source: str, marker: str = "LINE:probe") -> int:
+    """The line marked `marker` (the nop the probe sits on)."""
     with open(source) as f:
-        return next(n for n, text in enumerate(f, 1) if "LINE:probe" in text)
+        return next(n for n, text in enumerate(f, 1) if marker in text)
 
 
 def build(workdir: str) -> dict[str, str]:
-    """{"C array": binary, "Rust Vec": binary}; a language whose compiler
-    is missing is left out, with a note."""
+    """{workload label: binary}; a language whose compiler is missing is
+    left out, with a note."""
     built = {}
     c_out = os.path.join(workdir, "values_target")
     subprocess.run(["gcc", "-O0", "-g", "-o", c_out, os.path.join(HERE, "values_target.c")],
                    check=True)
-    built["C array"] = c_out
+    built["C array"] = built["C pairs"] = c_out
+    if shutil.which("g++") is None:
+        note("values: g++ not found; the C++ map row is left out")
+    else:
+        cpp_out = os.path.join(workdir, "values_target_cpp")
+        subprocess.run(["g++", "-O0", "-g", "-o", cpp_out,
+                        os.path.join(HERE, "values_target.cpp")], check=True)
+        built["C++ map"] = cpp_out
     rustc = shutil.which("rustc") or shutil.which("rustc", path=os.path.expanduser("~/.cargo/bin"))
     if rustc is None:
         note("values: rustc not found; the Rust Vec row is left out")
@@ -53,14 +71,14 @@ def build(workdir: str) -> dict[str, str]:
 def measure(ctx: Context, workdir: str, n: int, rounds: int) -> dict[str, dict[str, hit.HitRow]]:
     rows = {}
     for label, binary in build(workdir).items():
-        source = os.path.join(HERE, "values_target.rs" if label == "Rust Vec" else
-                              "values_target.c")
-        line = f"{os.path.basename(source)}:{probe_line(source)}"
-        site = Site(binary, "take_values", 0, 0, line, "values", 0, "nop")
-        watch = CodeWatch(binary, "take_values")
+        name, function, marker, arguments = WORKLOADS[label]
+        source = os.path.join(HERE, name)
+        line = f"{name}:{probe_line(source, marker)}"
+        site = Site(binary, function, 0, 0, line, "values", 0, "nop")
+        watch = CodeWatch(binary, function)
         tracers = usable([GsCgenPrint(), BccEmpty()])
-        rows[label] = hit.measure(ctx, f"values {label}", [binary, str(n)], n, site, watch,
-                                  tracers, rounds)
+        rows[label] = hit.measure(ctx, f"values {label}", [binary, str(n), *arguments], n, site,
+                                  watch, tracers, rounds)
     return rows
 
 
@@ -76,3 +94,17 @@ def summary_row(rows, us, paired, times, met) -> list[str] | None:
             f"C array {us(array.us if array else None)}",
             f"{BccEmpty.name} {us(floor.us if floor else None)}",
             f"≤ {GOAL}× the C array", met(None if ratio is None else ratio <= GOAL)]
+
+
+def map_summary_row(rows, us, paired, times, met) -> list[str] | None:
+    if not rows or "C++ map" not in rows or "C pairs" not in rows:
+        return None
+    tree, pairs = rows["C++ map"].get("gs-cgen"), rows["C pairs"].get("gs-cgen")
+    ratio = paired(tree, pairs)
+    floor = rows["C pairs"].get(BccEmpty.name)
+    return ["printing a std value: C++ `std::map<int, int>` of 16 (its tree walked in the "
+            "probe) vs a C array of 16 `{int, int}` pairs, `print *values;`, added µs per hit",
+            f"{us(tree.us if tree else None)} ({times(ratio)} the C pairs)",
+            f"C pairs {us(pairs.us if pairs else None)}",
+            f"{BccEmpty.name} {us(floor.us if floor else None)}",
+            f"≤ {MAP_GOAL:g}× the C pairs", met(None if ratio is None else ratio <= MAP_GOAL)]

@@ -84,6 +84,18 @@ def test_std_value_goal_pairs_the_vec_with_the_c_array():
         assert "nop" in open(f"{values.HERE}/{source}").read().splitlines()[line - 1]
 
 
+def test_std_map_goal_pairs_the_map_with_the_c_pairs():
+    from bench import values
+    rows = {"C pairs": {"gs-cgen": HitRow("gs-cgen", [1.0, 2.0]),
+                        "BCC empty program": HitRow("BCC empty program", [0.5, 1.0])},
+            "C++ map": {"gs-cgen": HitRow("gs-cgen", [3.5, 7.0])}}
+    row = Report(quick=True, values=rows).summary().splitlines()[-1]
+    assert "(3.50× the C pairs)" in row and row.endswith("| **no** |")
+    for source in ("values_target.c", "values_target.cpp"):      # the nop each probe sits on
+        line = values.probe_line(f"{values.HERE}/{source}", "LINE:pairs")
+        assert "nop" in open(f"{values.HERE}/{source}").read().splitlines()[line - 1]
+
+
 def test_small_info_goal_is_the_import_floor_plus_30_ms():
     from bench.info import Timed
     for warm, verdict in ((0.085, "yes"), (0.095, "**no**")):
