@@ -204,8 +204,9 @@ class FollowRead:
     # _M_finish): the bytes read are end - pointer + length_add.
     length_end: bool = False
     # A walk over linked nodes, `links` of them per source element, each
-    # `fixed` bytes in a sub-slot of its own (the sub-slots a walk did not
-    # reach are GS_STATUS_UNAVAILABLE): CHAIN follows the pointer at
+    # `fixed` bytes in a sub-slot of its own (the first sub-slot a walk did
+    # not reach is GS_STATUS_UNAVAILABLE: nothing after it is read or
+    # decoded): CHAIN follows the pointer at
     # `next_offset` of each node until null or, with `end_offset`, the
     # source element's address + end_offset (std::list's header); TREE
     # reads a binary tree from its root in pre-order, left child at

@@ -365,6 +365,8 @@ def _tuple(base: StructType) -> Layout | None:
     _tuple_heads(base, 0, heads, 0)
     if sorted(heads) != list(range(len(heads))):
         return None
+    if not heads and (base.members or base.bases):
+        return None                 # not libstdc++'s tuple (libc++'s: `__base_`), not empty
     return Layout(Kind.ELEMENTS, members=tuple(heads[i] for i in sorted(heads)))
 
 

@@ -7,6 +7,9 @@ functions; every value gs-cgen prints, plain and JSON, must be gdb's
 contract's form. Both processes run without address randomization, so
 the heap addresses smart pointers print are the same too.
 
+And libc++ (clang++ -stdlib=libc++), whose layouts gs-cgen does not know:
+each of its std values prints in its DWARF form with a note.
+
 Also: len(x) against the count gdb's printer shows and x[i] against gdb's `x[i]`
 (libstdc++'s xmethods), --max-elements against gdb's full print cut as
 the contract cuts, and the whole probe's cost staying within the
@@ -14,6 +17,7 @@ verifier's bounds (the probes load)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 
@@ -22,6 +26,7 @@ import pytest
 from tests.cpp_gdb_forms import Forms, attach_pointees, length, parse
 from tests.gdb_oracle import gdb_values
 from tests.live.conftest import FIXTURES, gs_cgen, our_uprobes
+from tests.prerequisites import require
 
 # function -> [(our expression, gdb's expression, gdb expressions of the
 # objects its smart pointers point at)]. gdb's `*&x` is the object a
@@ -163,3 +168,66 @@ def test_max_elements_cuts_what_gdb_prints_whole(build_dir, level):
     rest counted."""
     binary = _build(build_dir, level)
     _compare(binary, 2, "--max-elements", "2")
+
+
+def _libcxx_build(build_dir):
+    """The fixture with clang++ and libc++ (`-stdlib=libc++`), whose
+    layouts gs-cgen does not know."""
+    clang = shutil.which("clang++") or shutil.which("clang++-14")
+    if clang is None:
+        require("clang++ is not installed (apt-get install clang)")
+    out = build_dir / "cpp_std_libcxx"
+    if not out.exists():
+        built = subprocess.run([clang, "-stdlib=libc++", "-std=c++20", "-g", "-O0", "-o", str(out),
+                                str(FIXTURES / "cpp_std.cpp")], capture_output=True, text=True)
+        if built.returncode != 0:
+            require(f"libc++ is not installed (apt-get install libc++-dev): {built.stderr[-300:]}")
+    return out
+
+
+# libc++'s std::pair is a pair by its members (first, second): it prints
+# as one; `o` (a user class) nests past print's depth bound (`{...}`),
+# which raw(x) does not have
+_LIBCXX_SAME_AS_GDB_FORM = {"pr", "o"}
+
+
+def _within_raw(shown: str, raw: str) -> bool:
+    """`shown` is `raw` but where print's depth bound cut a struct short
+    (`{...}`; raw(x) has no bound): its pieces, in order."""
+    at = 0
+    for piece in shown.split("{...}"):
+        at = raw.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
+
+
+def test_libcxx_values_print_raw_with_a_note_each(build_dir):
+    """Every libc++ std value prints its DWARF form, as raw(x) does, never
+    a value read as if it were libstdc++'s; each type is named in one
+    note on stderr."""
+    binary = _libcxx_build(build_dir)
+    names = {function: [ours for ours, _, _ in values if "." not in ours and
+                        ours not in _LIBCXX_SAME_AS_GDB_FORM]
+             for function, values in _VALUES.items()}
+    names = {function: exprs for function, exprs in names.items() if exprs}
+    script = "\n".join(f"trace {function} {{ " + " ".join(f"print {n}; print raw({n});"
+                                                         for n in exprs) + " }"
+                       for function, exprs in names.items())
+    result = gs_cgen("trace", "--output", "plain", "--max-events", str(len(names)), "-s", script,
+                     "--", str(binary), timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    printed = [line.split(" = ", 1) for line in result.stdout.splitlines()]
+    assert len(printed) == 2 * sum(map(len, names.values())), result.stdout
+    for (name, shown), (raw_name, raw_shown) in zip(printed[::2], printed[1::2]):
+        assert raw_name == f"raw({name})", (name, raw_name)
+        # the DWARF form, as raw(x) starts it (print flattens an anonymous
+        # union as gdb does, and bounds the depth: raw(x) does neither)
+        assert shown.startswith("std::__1::") and \
+            shown.split(" { ", 1)[0] == raw_shown.split(" { ", 1)[0], (name, shown)
+        assert _within_raw(shown.split(" { ", 1)[1][:40], raw_shown), (name, shown)
+    notes = [line for line in result.stderr.splitlines() if "gs-cgen knows" in line]
+    assert len(notes) == len(set(notes)) and len(notes) >= 20, result.stderr
+    assert all("the layout of std::__1::" in note for note in notes), notes
