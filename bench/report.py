@@ -210,8 +210,9 @@ class Report:
             self._ready_summary()) if r]
         count = counting.summary_row(self.count, us, paired, times, met)
         rows += [count] if count else []
-        printed = values.summary_row(self.values, us, paired, times, met)
-        rows += [printed] if printed else []
+        for summary_row in (values.summary_row, values.map_summary_row):
+            printed = summary_row(self.values, us, paired, times, met)
+            rows += [printed] if printed else []
         rows += self._python_summary() + self._info_summary() + self._events_summary()
         rows += self._growth_summary()
         return table(["what", "gs-cgen", "best peer", "floor / limit", "goal", "met"], rows)

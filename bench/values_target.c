@@ -1,12 +1,15 @@
 /* The C side of the std-values bench (bench/values.py): N calls of
- * take_values(&sixteen), a 16-element array of uint64_t, with the
- * protocol of target.c (usage: values_target N).
+ * take_values(&sixteen), a 16-element array of uint64_t, or with `pairs`
+ * of take_pairs(&pairs), a 16-element array of {int, int} pairs (the C
+ * side of bench/values_target.cpp's std::map), with the protocol of
+ * target.c (usage: values_target N [pairs]).
  * Built -O0 -g; the probe is on the nop's line, an instruction the kernel
  * emulates (a single-stepped one costs ~12 us on this VM, drowning what
  * the value costs). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +19,16 @@ __attribute__((noinline)) void take_values(const uint64_t (*values)[16])
 {
     __asm__ volatile("nop"); /* LINE:probe — an instruction the kernel emulates */
     sink += (*values)[0];
+}
+
+struct pair {
+    int first, second;
+};
+
+__attribute__((noinline)) void take_pairs(const struct pair (*values)[16])
+{
+    __asm__ volatile("nop"); /* LINE:pairs — an instruction the kernel emulates */
+    sink += (*values)[0].second;
 }
 
 static long now_ns(void)
@@ -29,16 +42,25 @@ int main(int argc, char **argv)
 {
     char line[64];
     uint64_t sixteen[16];
+    struct pair pairs[16];
     long n = argc > 1 ? atol(argv[1]) : 1;
-    for (int i = 0; i < 16; i++)
+    int of_pairs = argc > 2 && strcmp(argv[2], "pairs") == 0;
+    for (int i = 0; i < 16; i++) {
         sixteen[i] = i + 1;
+        pairs[i].first = i;
+        pairs[i].second = i * i;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("ready %d\n", (int)getpid());
     if (fgets(line, sizeof line, stdin) == NULL)
         return 1;
     long t0 = now_ns();
-    for (long i = 0; i < n; i++)
-        take_values(&sixteen);
+    for (long i = 0; i < n; i++) {
+        if (of_pairs)
+            take_pairs(&pairs);
+        else
+            take_values(&sixteen);
+    }
     printf("elapsed_ns %ld %ld\n", n, now_ns() - t0);
     return fgets(line, sizeof line, stdin) == NULL;
 }

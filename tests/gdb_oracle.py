@@ -70,15 +70,18 @@ def innermost(frame: dict) -> dict[str, dict]:
 VALUES_SCRIPT = Path(__file__).resolve().parent / "gdb_values.py"
 
 
-def gdb_values(binary: str, probes, count: int, up: bool = False) -> list[tuple[str, list[str]]]:
+def gdb_values(binary: str, probes, count: int, up: bool = False,
+               settings: tuple[str, ...] = ()) -> list[tuple[str, list[str]]]:
     """The first `count` stops of a run with `break SPEC` for each (spec,
     expressions) probe: (spec, the expressions' values as gdb prints them
     in the frame it selected; with `up`, a name that frame lacks as gdb
-    prints it after `up`), in the order they happened."""
+    prints it after `up`), in the order they happened. `settings`: gdb
+    commands run first (`set print elements unlimited`)."""
     if shutil.which("gdb") is None:
         require("gdb is not installed")
     env = dict(os.environ, GS_GDB_PROBES=json.dumps([[s, list(e)] for s, e in probes]),
-               GS_GDB_COUNT=str(count), GS_GDB_UP="1" if up else "0")
+               GS_GDB_COUNT=str(count), GS_GDB_UP="1" if up else "0",
+               GS_GDB_SETTINGS=json.dumps(list(settings)))
     text = subprocess.run(["gdb", "-nx", "-batch", "-x", str(VALUES_SCRIPT), str(binary)],
                           capture_output=True, text=True, timeout=120, env=env,
                           check=True).stdout

@@ -42,6 +42,8 @@ def _value_up(expression):
 def main():
     gdb.execute("set pagination off")
     gdb.execute("set confirm off")
+    for setting in json.loads(os.environ.get("GS_GDB_SETTINGS", "[]")):
+        gdb.execute(setting)
     probes = json.loads(os.environ["GS_GDB_PROBES"])
     by_number = {}
     for spec, expressions in probes:

@@ -260,7 +260,9 @@ class DwarfIndex:
         attr = die.attributes["DW_AT_ranges"]
         offset = attr.value
         if attr.form == "DW_FORM_rnglistx":
-            offset = self._rnglistx_offset(cu, attr.value)
+            # raw_value is the index (pyelftools 0.31+ resolves `value` to
+            # the list's offset itself; earlier versions leave the index).
+            offset = self._rnglistx_offset(cu, attr.raw_value)
         entries = self.dwarfinfo.range_lists().get_range_list_at_offset(offset, cu=cu)
         base = self.cu_base(cu)
         out = []

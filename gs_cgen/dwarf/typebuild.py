@@ -144,9 +144,13 @@ class TypeBuilder:
         return BaseClass(ctype, _member_offset(die))
 
     def _members(self, die) -> tuple[StructMember, ...]:
-        # A Rust enum's fields are in its variant part, not members.
+        # A Rust enum's fields are in its variant part, not members. A
+        # static data member is no part of the object: DWARF 4 (and clang's
+        # DWARF 5) declare it as a DW_TAG_member with DW_AT_declaration
+        # (DWARF 5 section 5.7.6: gcc's DWARF 5 makes it a DW_TAG_variable).
         return tuple(self._member(child) for child in die.iter_children()
-                     if child.tag == "DW_TAG_member")
+                     if child.tag == "DW_TAG_member" and
+                     not _attr(child, "DW_AT_declaration", False))
 
     def _member(self, die) -> StructMember:
         ctype = self.type_of(die)

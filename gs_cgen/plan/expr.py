@@ -14,6 +14,9 @@ from gs_cgen.errors import DebugInfoError, PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
 from gs_cgen.printers.rust import std_collection, std_sequence
 from gs_cgen.plan import ir
+from gs_cgen.plan.cppaccess import cpp_element, cpp_length
+from gs_cgen.printers import cpp
+from gs_cgen.printers.layout import Kind
 from gs_cgen.plan.builtins import known_bytes_cap, plan_builtin
 from gs_cgen.plan.casts import cast_place, cast_type
 from gs_cgen.plan.locations import (SYNTHETIC_POINTER, LocationPlanner, composite_value,
@@ -249,6 +252,10 @@ class ExprPlanner:
             start, element = ir.NonNull(pointer), ctype.target
         elif isinstance(base, ir.MemoryPlace) and std_sequence(ctype) is not None:
             return self._std_element(base, std_sequence(ctype), index, expr)
+        elif isinstance(base, ir.MemoryPlace) and _is_cpp(ctype) and \
+                (found := cpp_element(ctype, index, self._word_of(base, expr),
+                                      base.address)) is not None:
+            return found
         else:
             raise PlanError(f"'{self._text(expr.base)}' of type '{type_name(ctype)}' cannot be "
                             "indexed", expr.span)
@@ -275,12 +282,27 @@ class ExprPlanner:
         ctype = strip(self._ctype_of(place, expr))
         if isinstance(ctype, ArrayType) and ctype.count is not None:
             return ir.Const(ctype.count)
+        if _is_cpp(ctype) and isinstance(place, ir.MemoryPlace):
+            length = cpp_length(ctype, self._word_of(place, expr))
+            if length is not None:
+                return length
+            if cpp.layout(ctype).kind is Kind.CHAIN:
+                raise PlanError(f"len() of '{self._text(expr)}' of type '{type_name(ctype)}': "
+                                "a std::forward_list keeps no length", expr.span)
         shape = std_collection(ctype)
         if shape is None or not isinstance(place, ir.MemoryPlace):
             raise PlanError(f"len() of '{self._text(expr)}' of type '{type_name(ctype)}': "
                             "not a string, collection or array gs-cgen knows", expr.span)
         return self.value(ir.MemoryPlace(ir.BinaryOp("+", place.address, ir.Const(shape), False),
                                          arith.ULONG), expr)[0]
+
+    def _word_of(self, place: ir.MemoryPlace, expr: ast.Expr):
+        """Reads of unsigned integers at offsets of the object at `place`."""
+        def word(at: int, size: int) -> ir.Scalar:
+            ctype = arith.ULONG if size == 8 else arith.UINT
+            return self.value(ir.MemoryPlace(ir.BinaryOp("+", place.address, ir.Const(at), False),
+                                             ctype), expr)[0]
+        return word
 
     # ------------------------------------------------------------- unary
     def _unary(self, expr: ast.Unary) -> ir.Place:
@@ -601,3 +623,7 @@ def _is_pointerish(place: ir.Place) -> bool:
     ctype = getattr(place, "ctype", None)
     return ctype is not None and (arith.is_pointer(ctype) or (
         isinstance(strip(ctype), ArrayType) and isinstance(place, ir.MemoryPlace)))
+
+
+def _is_cpp(ctype) -> bool:
+    return getattr(strip(ctype), "language", None) == "c++"

@@ -14,27 +14,37 @@ every cut)."""
 from __future__ import annotations
 
 from gs_cgen.dwarf.types import ArrayType, StructType, strip, type_size
-from gs_cgen.plan.model import FollowRead
-from gs_cgen.printers import rust
+from gs_cgen.plan.model import TREE_STACK, FollowRead, Walk
+from gs_cgen.printers import cpp, rust
+from gs_cgen.printers.layout import Kind, Layout
 
 _MAX_DEPTH = 6              # nested types walked for pointers
 _MAX_REPS = 2048            # probe-time repetitions of one follow (verifier budget)
+_TREE_EXTRA = 24            # ancestors a red-black tree's pre-order reads early
 _MAX_TREE_LEVELS = 4        # B-tree levels read: up to 11 + 132 + 1584 + 19008 keys
 
 
-def follow_key(follow: FollowRead) -> tuple[int | None, int, int, bool]:
+def follow_key(follow: FollowRead) -> tuple[int | None, int, int, bool, int]:
     """How the renderer finds a follow: its source, the pointer's offset
     in the source element, what is added to it and its direction (a hash
     table reads its control bytes and its buckets through one pointer, a
-    B-tree node its keys and its edges)."""
-    return follow.source, follow.pointer_offset, follow.pointer_add, follow.backwards
+    B-tree node its keys and its edges), and the std::variant alternative
+    it is for (alternatives overlap)."""
+    return follow.source, follow.pointer_offset, follow.pointer_add, follow.backwards, follow.tag
 
 
 def plan_follows(ctype, max_elements: int, budget: int) -> tuple[FollowRead, ...]:
-    """The follows of `ctype` within `budget` bytes. Nested collections
-    share the room evenly: each shows at most the largest element count
-    (string length) that lets every level read that many, rather than the
-    outer ones taking it all and leaving their strings a few bytes."""
+    return plan_follows_noted(ctype, max_elements, budget)[0]
+
+
+def plan_follows_noted(ctype, max_elements: int, budget: int
+                       ) -> tuple[tuple[FollowRead, ...], tuple[str, ...]]:
+    """The follows of `ctype` within `budget` bytes, and a note for each
+    C++ std type met whose layout did not validate (it prints as its
+    DWARF members). Nested collections share the room evenly: each shows
+    at most the largest element count (string length) that lets every
+    level read that many, rather than the outer ones taking it all and
+    leaving their strings a few bytes."""
     shown = max_elements
     if _planned(ctype, shown, None).end > budget:
         low, high = 1, max_elements
@@ -43,7 +53,8 @@ def plan_follows(ctype, max_elements: int, budget: int) -> tuple[FollowRead, ...
             low, high = (middle, high) if _planned(ctype, middle, None).end <= budget \
                 else (low, middle - 1)
         shown = low
-    return tuple(_planned(ctype, shown, budget).follows)
+    planner = _planned(ctype, shown, budget)
+    return tuple(planner.follows), tuple(dict.fromkeys(planner.notes))
 
 
 def _planned(ctype, max_elements: int, budget: int | None) -> "_Planner":
@@ -61,6 +72,8 @@ class _Planner:
         self.follows: list[FollowRead] = []
         self.strides: list[int] = []       # each follow's element size, as a source
         self.end = 0
+        self.tag = 0                       # the std::variant alternative being walked
+        self.notes: list[str] = []
 
     def walk(self, ctype, source: int | None, offset: int, reps: int, depth: int) -> None:
         """`reps`: how many elements of `source` hold this type at `offset`."""
@@ -76,7 +89,12 @@ class _Planner:
             for i in range(min(base.count, self.max_elements) if size else 0):
                 self.walk(base.element, source, offset + i * size, reps, depth + 1)
             return
-        if not isinstance(base, StructType) or base.language != "rust":
+        if not isinstance(base, StructType):
+            return
+        if base.language == "c++":
+            self._cpp(base, source, offset, reps, depth)
+            return
+        if base.language != "rust":
             return
         shape = rust.layout(base)
         match shape.kind:
@@ -98,6 +116,97 @@ class _Planner:
                 for member in base.members:
                     self.walk(member.type, source, offset + member.offset, reps, depth + 1)
 
+    def _cpp(self, base: StructType, source, offset: int, reps: int, depth: int) -> None:
+        """A C++ value: a std type's data behind its pointers, or a
+        class's bases and members."""
+        shape = cpp.layout(base)
+        if shape.note:
+            self.notes.append(shape.note)
+        match shape.kind:
+            case Kind.TEXT | Kind.SEQUENCE:
+                self._sequence(shape, source, offset, reps, depth)
+            case Kind.BITS:
+                self._bits(shape, source, offset, reps)
+            case Kind.DEQUE:
+                self._deque(shape, source, offset, reps, depth)
+            case Kind.CHAIN | Kind.RBTREE:
+                self._nodes(shape, source, offset, reps, depth)
+            case Kind.HANDLE:
+                self._handle(shape, source, offset, reps, depth)
+            case Kind.WRAPPER:
+                self.walk(shape.inner.type, source, offset + shape.inner.offset, reps, depth + 1)
+            case Kind.OPTIONAL | Kind.ELEMENTS:
+                for member in shape.members:
+                    self.walk(member.type, source, offset + member.offset, reps, depth + 1)
+            case Kind.VARIANT:
+                outer = self.tag
+                for i, member in enumerate(shape.members):
+                    self.tag = outer * 32 + i + 1
+                    self.walk(member.type, source, offset + member.offset, reps, depth + 1)
+                self.tag = outer
+            case Kind.PLAIN:
+                for inherited in base.bases:
+                    if inherited.offset is not None:
+                        self.walk(inherited.type, source, offset + inherited.offset, reps,
+                                  depth + 1)
+                for member in base.members:
+                    self.walk(member.type, source, offset + member.offset, reps, depth + 1)
+
+    def _bits(self, shape: Layout, source, offset: int, reps: int) -> None:
+        """vector<bool>: the words from _M_start's to _M_finish's, that one
+        included (its bits below _M_offset)."""
+        words = min(self._elements(8, reps), (self.max_elements + 63) // 64 + 1)
+        if words:
+            start, finish = shape.offsets[0], shape.offsets[2]
+            self._add(source, offset + start, 0, offset + finish, 1, 0, words * 8, reps,
+                      length_add=8, length_end=True, stride=8)
+
+    def _deque(self, shape: Layout, source, offset: int, reps: int, depth: int) -> None:
+        """std::deque: the map's buffer pointers from _M_start._M_node to
+        _M_finish._M_node, then each of those buffers, whole."""
+        per_buffer = shape.offsets[-1]
+        size = max(type_size(shape.element), 1)
+        buffers = min(-(-self.max_elements // per_buffer) + 1,
+                      self.left // max(reps * (per_buffer * size + 32), 1),
+                      _MAX_REPS // max(reps, 1))
+        if buffers <= 0:
+            return
+        start_node, finish_node = shape.offsets[2], shape.offsets[5]
+        pointers = self._add(source, offset + start_node, 0, offset + finish_node, 1, 0,
+                             buffers * 8, reps, length_add=8, length_end=True, stride=8)
+        data = self._add(pointers, 0, 0, None, 1, per_buffer * size, per_buffer * size, 0,
+                         stride=size)
+        self.walk(shape.element, data, 0, reps * buffers * per_buffer, depth + 1)
+
+    def _nodes(self, shape: Layout, source, offset: int, reps: int, depth: int) -> None:
+        """A node container: a walk over its nodes, each read whole."""
+        node = shape.node.size
+        tree = shape.kind is Kind.RBTREE
+        # A tree's pre-order reaches up to its height of ancestors before
+        # the keys they precede: read that many more.
+        wanted = self.max_elements + (_TREE_EXTRA if tree else 0)
+        links = min(self._elements(node, reps, wanted), _MAX_REPS // max(reps, 1))
+        if links == 0:
+            return
+        end = None if shape.end_offset is None else offset + shape.end_offset
+        index = self._add(source, offset + shape.pointer_offset, 0, None, 1, node, node, reps,
+                          stride=node, walk=Walk.TREE if tree else Walk.CHAIN, links=links,
+                          next_offset=shape.next_offset, right_offset=shape.right_offset,
+                          end_offset=end, scratch=8 + 8 * TREE_STACK if tree else 0)
+        self.walk(shape.element, index, shape.value_offset, reps * links, depth + 1)
+
+    def _handle(self, shape: Layout, source, offset: int, reps: int, depth: int) -> None:
+        """unique_ptr / shared_ptr: the pointee; a shared one's counts
+        (its _Sp_counted_base's use and weak counts) first."""
+        if shape.count_offset is not None and self.left >= reps * 24:
+            self._add(source, offset + shape.count_offset, shape.value_offset, None, 1, 8, 8,
+                      reps)
+        target = strip(shape.element)
+        if getattr(target, "is_declaration", False):
+            return
+        self._pointee(Layout(Kind.POINTEE, shape.pointer_offset, element=shape.element),
+                      source, offset, reps, depth)
+
     def _sequence(self, shape: rust.Layout, source, offset: int, reps: int, depth: int) -> None:
         if shape.kind is not rust.Kind.TEXT and type_size(shape.element) == 0:
             return                 # a Vec<()>: no bytes to read, its length says it all
@@ -107,8 +216,19 @@ class _Planner:
             count = min(count, _MAX_REPS // reps)
         if count == 0:
             return
-        index = self._add(source, offset + shape.pointer_offset, shape.value_offset,
-                          offset + shape.length_offset, size, 0, count * size, reps)
+        if shape.end_pointer:                     # std::vector: bytes up to _M_finish
+            index = self._add(source, offset + shape.pointer_offset, 0,
+                              offset + shape.length_offset, 1, 0, count * size, reps,
+                              length_end=True, stride=size)
+        elif shape.length_offset is None:         # std::span of a static extent
+            fixed = min(count, shape.offsets[0]) * size
+            if fixed == 0:
+                return
+            index = self._add(source, offset + shape.pointer_offset, 0, None, 1, fixed, fixed,
+                              reps, stride=size)
+        else:
+            index = self._add(source, offset + shape.pointer_offset, shape.value_offset,
+                              offset + shape.length_offset, size, 0, count * size, reps)
         if shape.kind is not rust.Kind.TEXT:
             # Each element may hold pointers of its own: follows sourced
             # from this one, repeated for each of its elements.
@@ -175,19 +295,22 @@ class _Planner:
 
     def _add(self, source, pointer_offset: int, add: int, length_offset, scale: int,
              fixed: int, data: int, reps: int, length_add: int = 0,
-             backwards: bool = False, stride: int | None = None) -> int:
+             backwards: bool = False, stride: int | None = None, length_end: bool = False,
+             walk: Walk = Walk.NONE, links: int = 1, next_offset: int = 0,
+             right_offset: int = 0, end_offset: int | None = None, scratch: int = 0) -> int:
         cap = (data + 7) & ~7
         source_elements, element_size = 1, 0
         if source is not None:
             parent = self.follows[source]
             element_size = self.strides[source]
             source_elements = parent.cap // element_size if element_size else 1
+        sources = reps if source is None else self.follows[source].reps * source_elements
         follow = FollowRead(source, source_elements, element_size, pointer_offset, add,
-                            length_offset, scale, fixed, cap, self.end,
-                            reps if source is None else self.follows[source].reps * source_elements,
-                            length_add, backwards)
+                            length_offset, scale, fixed, cap, self.end, sources * links,
+                            length_add, backwards, length_end, walk, links, next_offset,
+                            right_offset, end_offset, (scratch + 7) & ~7, self.tag)
         self.follows.append(follow)
         self.strides.append(stride or (scale if length_offset is not None else fixed))
-        self.end += follow.reps * follow.stride
-        self.left -= follow.reps * follow.stride
+        self.end += follow.size
+        self.left -= follow.size
         return len(self.follows) - 1

@@ -167,6 +167,15 @@ class VariableArrayCapture:
     ctype: CType
 
 
+class Walk(Enum):
+    NONE = "none"
+    CHAIN = "chain"
+    TREE = "tree"
+
+
+TREE_STACK = 64                  # a tree walk's depth bound (a red-black tree of 2^32 nodes)
+
+
 @dataclass(frozen=True)
 class FollowRead:
     """One pointer chase of a DeepCapture (plan/follows.py). For every
@@ -191,10 +200,34 @@ class FollowRead:
     # Read the bytes that end at the pointer (hashbrown's buckets lie below
     # its control bytes), the last `cap` of them when there are more.
     backwards: bool = False
+    # length_offset holds a pointer one past the data (std::vector's
+    # _M_finish): the bytes read are end - pointer + length_add.
+    length_end: bool = False
+    # A walk over linked nodes, `links` of them per source element, each
+    # `fixed` bytes in a sub-slot of its own (the first sub-slot a walk did
+    # not reach is GS_STATUS_UNAVAILABLE: nothing after it is read or
+    # decoded): CHAIN follows the pointer at
+    # `next_offset` of each node until null or, with `end_offset`, the
+    # source element's address + end_offset (std::list's header); TREE
+    # reads a binary tree from its root in pre-order, left child at
+    # `next_offset`, right at `right_offset` (render/ puts the nodes in
+    # key order), keeping its stack in `scratch` bytes after the sub-slots.
+    walk: Walk = Walk.NONE
+    links: int = 1
+    next_offset: int = 0
+    right_offset: int = 0
+    end_offset: int | None = None
+    scratch: int = 0
+    tag: int = 0                  # which std::variant alternative holds it (render/ only)
 
     @property
     def stride(self) -> int:
         return 16 + self.cap
+
+    @property
+    def size(self) -> int:
+        """Bytes of the slot it takes: its sub-slots and its scratch."""
+        return self.reps * self.stride + self.scratch
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,10 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 MemoryCapture, NoCapture, PrintStep, ProbePlan, ProbeSite,
                                 RenderLine, ScalarCapture, ScriptString, SlotRef, Step,
                                 StringCapture, ValueSlot, VariableArrayCapture)
-from gs_cgen.plan.follows import plan_follows
+from gs_cgen.plan.follows import plan_follows_noted
 from gs_cgen.plan.modules import ModuleSet
+from gs_cgen.printers import cpp
+from gs_cgen.printers.layout import Kind
 from gs_cgen.printers.rust import layout_notes, pointer_layout
 from gs_cgen.plan.options import PlanOptions
 from gs_cgen.plan.scope import SiteScope
@@ -247,16 +249,17 @@ class ProbeBuilder:
         """A value whose std type keeps its data behind pointers (a Rust
         String, Vec, Box...): those reads too (plan/follows.py)."""
         room = object_cap(self.options.transport) - root_size
-        self.notes.extend(f"note: {note}: it prints in its DWARF form (raw)"
-                          for note in layout_notes(ctype))
-        follows = plan_follows(ctype, self.options.max_elements, room)
-        if not follows and not _is_rust_struct(ctype):
+        follows, cpp_notes = plan_follows_noted(ctype, self.options.max_elements, room)
+        for note in [*layout_notes(ctype), *cpp_notes]:
+            said = f"note: {note}: it prints in its DWARF form (raw)"
+            if said not in self.notes:
+                self.notes.append(said)
+        if not follows and not _is_std_struct(ctype):
             return None
-        # A Rust value without pointers to chase (a Vec<()>) still carries
-        # --max-elements to the renderer.
+        # A std value without pointers to chase (a Vec<()>, a std::array)
+        # still carries --max-elements to the renderer.
         root = (root_size + 7) & ~7
-        size = root + follows[-1].offset + follows[-1].reps * follows[-1].stride \
-            if follows else root_size
+        size = root + follows[-1].offset + follows[-1].size if follows else root_size
         return DeepCapture(address, ctype, root_size, follows, size, from_value,
                            self.options.max_elements)
 
@@ -444,6 +447,10 @@ def align(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
-def _is_rust_struct(ctype) -> bool:
+def _is_std_struct(ctype) -> bool:
+    """A Rust struct, or a C++ std value gs-cgen shows by its layout."""
     base = strip(ctype)
-    return isinstance(base, StructType) and base.language == "rust"
+    if not isinstance(base, StructType):
+        return False
+    return base.language == "rust" or (base.language == "c++" and
+                                       cpp.layout(base).kind is not Kind.PLAIN)

@@ -13,49 +13,11 @@ RawVecInner, NonNull/Unique pointers, RcInner/RcBox, ArcInner).
 from __future__ import annotations
 
 import re
-from enum import Enum
 
 from gs_cgen.dwarf.types import (ArrayType, CType, IntType, PointerType, StructMember, StructType, strip,
                                  type_size)
 from gs_cgen.lazydataclass import dataclass
-
-
-class Kind(Enum):
-    PLAIN = "plain"               # a user struct: `Order { id: 42, ... }`
-    TUPLE = "tuple"               # `(1, "a")`
-    TUPLE_STRUCT = "tuple struct"  # `Point(1, -1)`
-    UNIT = "unit"                 # `Empty`
-    ENUM = "enum"                 # variant part
-    TEXT = "text"                 # bytes behind a pointer, shown as a string
-    SEQUENCE = "sequence"         # elements behind a pointer: `[1, 2]`
-    RING = "ring"                 # VecDeque: a ring buffer's slots, `len` from `head`
-    MAP = "map"                   # HashMap: a hashbrown table's full buckets
-    TREE = "tree"                 # BTreeMap / BTreeSet: nodes walked in key order
-    SET = "set"                   # HashSet: the same, keys only
-    POINTEE = "pointee"           # one value behind a pointer (Box, Rc, Arc)
-    WRAPPER = "wrapper"           # Cell, RefCell, NonZero: the inner value
-
-
-@dataclass(frozen=True)
-class Layout:
-    """What a Rust value is. For TEXT and SEQUENCE: the pointer and the
-    length (in elements) at byte offsets of the object, `element` the
-    element type; for POINTEE: the pointer, `element` the pointee's
-    type and `value_offset` where the shown value starts in it (RcInner's
-    `value`); for WRAPPER: `inner` the offset and type of the inner value,
-    `label` the Debug struct name when it prints one (`RefCell`)."""
-
-    kind: Kind
-    pointer_offset: int = 0
-    length_offset: int | None = None
-    element: CType | None = None
-    value_offset: int = 0
-    inner: StructMember | None = None
-    label: str | None = None
-    head_offset: int = 0          # RING: where the first element's slot index is
-    count_offset: int = 0         # RING, MAP, SET, TREE: where the element count is
-    tree: "TreeLayout | None" = None
-    note: str | None = None       # why a std type prints as PLAIN
+from gs_cgen.printers.layout import Kind, Layout  # noqa: F401 — shared by the languages
 
 
 _TUPLE_FIELD = re.compile(r"__\d+$")

@@ -9,7 +9,7 @@ import functools
 import struct
 
 from gs_cgen.abi import abi
-from gs_cgen.dwarf.types import type_size
+from gs_cgen.dwarf.types import strip, type_size
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith
 from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCapture, DeepCapture,
@@ -17,6 +17,7 @@ from gs_cgen.plan.model import (BacktraceCapture, CompositeCapture, ConditionCap
                                 NoCapture, ProbePlan, ScalarCapture, StringCapture, ValueSlot,
                                 VariableArrayCapture)
 from gs_cgen.render import values
+from gs_cgen.render.cpp import decode_cpp
 from gs_cgen.render.rust import decode_rust
 from gs_cgen.render.status import ValueStatus, status_of
 
@@ -104,6 +105,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             return values.decode_raw(ctype, data[:size])
         case MemoryCapture(ctype=ctype, size=size):
             return memory_value(ctype, data, size, address)
+        case DeepCapture(ctype=ctype) if getattr(strip(ctype), "language", None) == "c++":
+            return decode_cpp(ctype, data, address, capture)
         case DeepCapture(ctype=ctype):
             return decode_rust(ctype, data, address, capture)
         case CompositeCapture(ctype=ctype, size=size, gaps=gaps, raw=True):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import struct
 
 from gs_cgen.dwarf.types import ArrayType, StructType, Variant, strip, type_size
-from gs_cgen.plan.follows import follow_key
 from gs_cgen.plan.model import DeepCapture
 from gs_cgen.printers import rust
 from gs_cgen.render import values
@@ -31,7 +30,10 @@ class _Decoder:
     def __init__(self, capture: DeepCapture | None, data: bytes) -> None:
         self.capture, self.data = capture, data
         follows = capture.follows if capture is not None else ()
+        # plan/follows.py loads the ABI (hashlib): only a value with follows needs it.
+        from gs_cgen.plan.follows import follow_key  # noqa: PLC0415
         self.index = {follow_key(f): i for i, f in enumerate(follows)}
+        self.tag = 0                 # the std::variant alternative being decoded (C++)
 
     def value(self, ctype, element: bytes, offset: int, source, element_index: int,
               depth: int) -> Value:
@@ -101,15 +103,20 @@ class _Decoder:
         """(follow index, follow, status, requested length, address, bytes
         read) of the follow whose pointer is at `pointer_offset` of that
         element; None when none was planned."""
-        found = self.index.get((source, pointer_offset, add, backwards))
+        found = self.index.get((source, pointer_offset, add, backwards, self.tag))
         if found is None or self.capture is None:
             return None
-        follow = self.capture.follows[found]
-        at = self.capture.follows_offset + follow.offset + element_index * follow.stride
+        return (found, self.capture.follows[found], *self.sub_slot(found, element_index))
+
+    def sub_slot(self, follow_index: int, rep: int):
+        """(status, requested length, address, bytes read) of sub-slot
+        `rep` of a follow: gs_abi.h's value slot (status at +0, u32
+        length at +4, u64 address at +8, data from +16)."""
+        follow = self.capture.follows[follow_index]
+        at = self.capture.follows_offset + follow.offset + rep * follow.stride
         status = status_of(self.data[at])
-        length, address = struct.unpack_from("<IxxxxQ", self.data, at + 4)
-        body = self.data[at + 16:at + 16 + min(length, follow.cap)]
-        return found, follow, status, length, address, body
+        length, address = struct.unpack_from("<IQ", self.data, at + 4)
+        return status, length, address, self.data[at + 16:at + 16 + min(length, follow.cap)]
 
     def _sequence(self, ctype, shape, element, offset, source, index, depth) -> Value:
         length_at = offset + shape.length_offset
@@ -271,3 +278,6 @@ class _Decoder:
 def _bytes_only(base: ArrayType) -> bool:
     element = strip(base.element)
     return not isinstance(element, StructType)
+
+
+values.LANGUAGE_DECODERS["rust"] = decode_rust

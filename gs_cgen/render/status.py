@@ -5,8 +5,6 @@ from __future__ import annotations
 import functools
 from enum import Enum
 
-from gs_cgen.abi import abi
-
 
 class ValueStatus(Enum):
     OK = "ok"
@@ -45,6 +43,8 @@ _STATUS_NAMES = {
 
 @functools.lru_cache(maxsize=None)
 def _status_by_code() -> dict[int, ValueStatus]:
+    # The ABI loads hashlib (~5 ms): only a run that decodes events needs it.
+    from gs_cgen.abi import abi  # noqa: PLC0415
     return {abi().constants[name]: status for name, status in _STATUS_NAMES.items()}
 
 

@@ -12,7 +12,7 @@ from gs_cgen.dwarf.types import (CType, FloatFormat, PointerType, StructType, st
 from gs_cgen.render import floats
 from gs_cgen.render.status import ValueStatus
 from gs_cgen.render.values import (ArrayValue, BoolValue, ComplexValue, EnumValue, ErrorValue,
-                                   FloatValue, IntValue, MapValue, PointerValue, StringValue,
+                                   FloatValue, IntValue, MapValue, OwnerValue, PointerValue, StringValue,
                                    StructValue, TupleValue, UnitValue, UnknownReason, UnknownValue, Value,
                                    VariantValue, aggregate_name)
 from gs_cgen.script.ast import FormatKind
@@ -62,8 +62,12 @@ def format_value(value: Value, kind: FormatKind = FormatKind.DEFAULT) -> str:
                 ("," if name is None and len(elements) == 1 else "") + ")"
         case UnitValue(name=name):
             return name
-        case VariantValue(payload=payload):
+        case VariantValue(payload=payload, label=None):
             return format_value(payload, kind)
+        case VariantValue(payload=payload, label=label, variant=variant):
+            return f"{label}({variant}: {format_value(payload, kind)})"
+        case OwnerValue():
+            return _owner_text(value, kind)
         case StringValue():
             return _string_text(value, kind)
         case PointerValue():
@@ -171,18 +175,26 @@ def value_json(value: Value) -> object:
             return data.decode("utf-8", "backslashreplace")
         case StructValue(fields=fields):
             return {name: value_json(field) for name, field in fields}
-        case ArrayValue(elements=elements):
-            return [value_json(element) for element in elements]
+        case ArrayValue(elements=elements, more=more):
+            shown = [value_json(element) for element in elements]
+            return _cut_json("elements", shown, len(shown) + more) if more else shown
         case TupleValue(elements=elements):
             return [value_json(element) for element in elements]
-        case MapValue(entries=entries, is_set=True):
-            return [value_json(key) for key in entries]
-        case MapValue(entries=entries):
-            return [{"key": value_json(k), "value": value_json(v)} for k, v in entries]
+        case MapValue(entries=entries, is_set=True, more=more):
+            shown = [value_json(key) for key in entries]
+            return _cut_json("elements", shown, len(shown) + more) if more else shown
+        case MapValue(entries=entries, more=more):
+            shown = [{"key": value_json(k), "value": value_json(v)} for k, v in entries]
+            return _cut_json("entries", shown, len(shown) + more) if more else shown
+        case OwnerValue(address=address, target=target, use_count=use_count):
+            owner = {"address": address, "value": None if target is None else value_json(target)}
+            return owner if use_count is None else {**owner, "use_count": use_count}
         case UnitValue(name="()"):
             return []                            # the empty tuple, as tuples are arrays
         case UnitValue(name=name):
             return name
+        case VariantValue(variant=variant, payload=payload, label=label) if label:
+            return {"variant": int(variant), "fields": [value_json(payload)]}
         case VariantValue(variant=variant, payload=payload):
             fields = value_json(payload)
             return {"variant": variant, "fields": [] if isinstance(payload, UnitValue) else fields}
@@ -381,8 +393,22 @@ def _bits(value: Value, width: int) -> int:
     return value.number & ((1 << (8 * width)) - 1)
 
 
+def _cut_json(name: str, shown: list, length: int) -> dict:
+    """A collection cut at --max-elements: what is shown and its length."""
+    return {name: shown, "length": length, "truncated": True}
+
+
+def _owner_text(value: OwnerValue, kind: FormatKind) -> str:
+    """`std::shared_ptr(use_count 2, 0x55d0... -> Point { x: 1, y: -1 })`."""
+    count = "" if value.use_count is None else f"use_count {value.use_count}, "
+    target = "" if value.target is None else f" -> {format_value(value.target, kind)}"
+    return f"{value.label}({count}0x{value.address:x}{target})"
+
+
 def _is_truncated(value: Value) -> bool:
     match value:
+        case OwnerValue(target=target):
+            return target is not None and _is_truncated(target)
         case ErrorValue(status=ValueStatus.TRUNCATED):
             return True
         case StringValue(truncated=truncated):

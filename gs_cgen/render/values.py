@@ -13,6 +13,7 @@ what is present and carry `truncated=True`, which renders as a trailing
 from __future__ import annotations
 
 from enum import Enum
+from typing import Callable
 
 from gs_cgen.dwarf.types import (ArrayType, BaseClass, BoolType, ComplexType, CType, EnumType,
                                  FloatFormat, FloatType, IntType, PointerType, QualifiedType,
@@ -149,11 +150,26 @@ class UnitValue:
 @dataclass(frozen=True)
 class VariantValue:
     """A Rust enum's value: its variant's name and payload (a StructValue,
-    TupleValue or UnitValue named after the variant)."""
+    TupleValue or UnitValue named after the variant); a C++ std::variant's
+    index and value, `label` `std::variant`: `std::variant(1: "text")`."""
 
     ctype: CType
     variant: str
     payload: "Value"
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class OwnerValue:
+    """A C++ smart pointer: `std::unique_ptr(0x55d0... -> Point { x: 1 })`,
+    with a shared one's `use_count`; `target` None when the pointee was not
+    read (beyond the event's room, or a weak_ptr whose object is gone)."""
+
+    ctype: CType
+    label: str
+    address: int
+    target: "Value | None"
+    use_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -174,13 +190,20 @@ class UnknownValue:
 
 Value = (IntValue | BoolValue | FloatValue | ComplexValue | EnumValue | PointerValue
          | StringValue | StructValue | ArrayValue | MapValue | TupleValue | UnitValue
-         | VariantValue
+         | VariantValue | OwnerValue
          | ErrorValue | UnknownValue)
 
 
 # [start, end) byte ranges of an object that hold no value (pieces the
 # compiler left out): members and elements there are optimized out.
 Gaps = tuple[tuple[int, int], ...]
+
+
+# The std types of Rust and C++ (render/rust.py, render/cpp.py) decode on
+# top of this module, and a struct of either language nested anywhere in
+# a value must reach them: each enters its decoder here (None: not a type
+# it shows) when gs_cgen.render is imported (render/__init__.py).
+LANGUAGE_DECODERS: dict[str, Callable[[CType, bytes, int | None], "Value | None"]] = {}
 
 
 def decode_object(ctype: CType, data: bytes, truncated: bool = False, *,
@@ -392,9 +415,10 @@ def _struct(ctype: CType, base: StructType, data: bytes, address: int | None,
             depth: int, gaps: Gaps = (), virtual_seen: set[str] | None = None) -> Value:
     if depth >= MAX_DEPTH:
         return UnknownValue(ctype, UnknownReason.DEPTH_LIMIT, base.size)
-    if base.language == "rust" and not gaps:
-        from gs_cgen.render.rust import decode_rust  # noqa: PLC0415 — it builds on this module
-        return decode_rust(ctype, data, address)
+    decoder = LANGUAGE_DECODERS.get(base.language) if not gaps else None
+    value = decoder(ctype, data, address) if decoder is not None else None
+    if value is not None:
+        return value
     fields, truncated = _base_fields(base, data, address, depth + 1, gaps,
                                      set() if virtual_seen is None else virtual_seen)
     for member in base.members:

@@ -20,22 +20,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[2] / "gs_cgen"
-
-# The cycles as of this commit, counting imports inside functions: the
-# three circles issue #27 names (one of them, through render/rust.py, of
-# three files). Each is broken at import time by a deferred import (a
-# `from ... import` inside a function, marked `noqa: PLC0415`), so the
-# module-level graph has none. Others are refactoring these modules; when
-# the cycles are gone the xfail below turns into an XPASS, which
-# strict=True makes a failure: delete the marker and this list then.
-KNOWN_CYCLES = [
-    ["gs_cgen.emit.probe", "gs_cgen.emit.retprobe"],
-    ["gs_cgen.plan.build", "gs_cgen.plan.retprobe"],
-    ["gs_cgen.render.decode", "gs_cgen.render.rust", "gs_cgen.render.values"],
-]
 
 
 def module_name(path: Path) -> str:
@@ -185,16 +170,7 @@ def test_no_module_level_import_cycles():
         "  " + " <-> ".join(c) for c in found)
 
 
-@pytest.mark.xfail(strict=True, reason="import cycles through deferred imports: "
-                   + "; ".join(" <-> ".join(c) for c in KNOWN_CYCLES))
 def test_no_import_cycles_counting_imports_inside_functions():
     found = cycles(import_graph(module_level_only=False))
     assert found == [], "import cycles counting imports inside functions:\n" + "\n".join(
         "  " + " <-> ".join(c) for c in found)
-
-
-def test_no_cycle_joins_the_known_ones():
-    """While the xfail stands, the cycles are exactly the known ones: a new
-    one, or a known one changing shape, fails here (update KNOWN_CYCLES)."""
-    found = cycles(import_graph(module_level_only=False))
-    assert [c for c in found if c not in KNOWN_CYCLES] == []

@@ -84,6 +84,22 @@ def test_std_value_goal_pairs_the_vec_with_the_c_array():
         assert "nop" in open(f"{values.HERE}/{source}").read().splitlines()[line - 1]
 
 
+def test_std_map_goal_pairs_the_map_with_the_c_pairs():
+    from bench import values
+    rows = {"C pairs": {values.IN_PROBE: HitRow(values.IN_PROBE, [0.5, 0.5])},
+            "C++ map": {values.IN_PROBE: HitRow(values.IN_PROBE, [2.5, 2.5])},
+            "C array": {"BCC empty program": HitRow("BCC empty program", [1.0, 1.0])}}
+    row = Report(quick=True, values=rows).summary().splitlines()[-1]
+    # in the probe 5x; a whole hit (1 + 2.5) / (1 + 0.5)
+    assert "(5.00× the C pairs; a whole hit 2.33×)" in row and row.endswith("| yes |")
+    rows["C++ map"][values.IN_PROBE] = HitRow(values.IN_PROBE, [4.0, 4.0])
+    row = Report(quick=True, values=rows).summary().splitlines()[-1]
+    assert row.endswith("| **no** |")
+    for source in ("values_target.c", "values_target.cpp"):      # the nop each probe sits on
+        line = values.probe_line(f"{values.HERE}/{source}", "LINE:pairs")
+        assert "nop" in open(f"{values.HERE}/{source}").read().splitlines()[line - 1]
+
+
 def test_small_info_goal_is_the_import_floor_plus_30_ms():
     from bench.info import Timed
     for warm, verdict in ((0.085, "yes"), (0.095, "**no**")):
