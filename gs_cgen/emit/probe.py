@@ -143,14 +143,20 @@ def emit_record_fill(probe: ProbePlan, function: str, records: str) -> str:
 def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     functions = _event_functions(probe)
     condition_nodes = _condition_nodes(probe)
-    early_event = _uses_work_area(condition_nodes)
-    for word in range(probe.bitmap_words):
-        w.line(f"__u64 {_lines_word(word)} = 0;")
-    for step in _conditions(probe):
-        w.line(f"__u8 {_error_status(step)} = 0;")
-        w.line(f"__u64 {_error_address(step)} = 0;")
+    w.decide_in_event = _decides_in_event(probe, condition_nodes)
+    early_event = w.decide_in_event or _uses_work_area(condition_nodes)
     if early_event:
         _start_event(w, probe, functions.begin)
+    if w.decide_in_event:
+        w.line(f"__u64 *gs_lines = (__u64 *)(ev + {probe.bitmap_offset});")
+        for word in range(probe.bitmap_words):
+            w.line(f"{_lines_word(w, word)} = 0;")
+    else:
+        for word in range(probe.bitmap_words):
+            w.line(f"__u64 {_lines_word(w, word)} = 0;")
+        for step in _conditions(probe):
+            w.line(f"__u8 {_error_status(step)} = 0;")
+            w.line(f"__u64 {_error_address(step)} = 0;")
     header = _header_needed(probe, condition_nodes)
     if header:
         w.line("struct gs_event_hdr gs_hdr = {};")
@@ -164,19 +170,32 @@ def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     w.line(c.comment("decide: evaluate the conditions, note the lines to render"))
     for step in probe.steps:
         _decide_step(w, probe, step)
-    marked = " | ".join(_lines_word(word) for word in range(probe.bitmap_words))
+    marked = " | ".join(_lines_word(w, word) for word in range(probe.bitmap_words))
     w.line(f"if (!({marked}))")
     w.line(f"    return {functions.drop + '(ev)' if early_event else '0'};")
     w.line(c.comment("build: this event is sent"))
     _build(w, probe, started=early_event, header=header, decided=decided)
-    for word in range(probe.bitmap_words):
-        w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = {_lines_word(word)};")
-    for step in _conditions(probe):
-        slot = probe.slots[step.error_slot]
-        with w.block(f"if ({_line_test(step.error_bit)})"):
-            w.line(f"gs_fail_value(ev, {slot.offset}, {_error_status(step)}, "
-                   f"{_error_address(step)});")
+    if not w.decide_in_event:
+        for word in range(probe.bitmap_words):
+            w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = "
+                   f"{_lines_word(w, word)};")
+        for step in _conditions(probe):
+            slot = probe.slots[step.error_slot]
+            with w.block(f"if ({_line_test(w, step.error_bit)})"):
+                w.line(f"gs_fail_value(ev, {slot.offset}, {_error_status(step)}, "
+                       f"{_error_address(step)});")
     _fill_values(w, probe, probe.steps, guarded=False)
+
+
+def _decides_in_event(probe: ProbePlan, condition_nodes) -> bool:
+    """Where the decision is noted: in locals while one condition is
+    evaluated (nothing is taken before the probe knows it sends), else in
+    the event itself, its bitmap and the ExprError slots of failed
+    conditions. With locals, each path through N `if`s holds its own
+    constants, and testing them later makes the verifier keep the paths
+    apart: 2^N of them, E2BIG past ~8 `if`s. Map memory is opaque to it,
+    so after each `if` the paths meet in one state: linear in the script."""
+    return len(_conditions(probe)) > 1
 
 
 def _build(w: CWriter, probe: ProbePlan, started: bool, header: str = "",
@@ -255,7 +274,7 @@ def _own_module_offsets(w: CWriter, probe: ProbePlan, cookie: int) -> None:
 def _decide_step(w: CWriter, probe: ProbePlan, step: Step) -> None:
     match step:
         case PrintStep(bit=bit):
-            w.line(f"{_mark(bit)};")
+            w.line(f"{_mark(w, bit)};")
         case IfStep():
             _decide_if(w, probe, step)
         case AggregateStep():
@@ -278,9 +297,12 @@ def _decide_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
             w.line(f"goto {done};")
         w.label(fail)
         w.line(f"{failed} = 1;")
-        w.line(f"{_error_status(step)} = gs_st;")
-        w.line(f"{_error_address(step)} = gs_fa;")
-        w.line(f"{_mark(step.error_bit)};")
+        if w.decide_in_event:
+            w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
+        else:
+            w.line(f"{_error_status(step)} = gs_st;")
+            w.line(f"{_error_address(step)} = gs_fa;")
+        w.line(f"{_mark(w, step.error_bit)};")
         w.label(done)
         with w.block(f"if (!{failed} && {cond})"):
             for inner in step.then:
@@ -301,7 +323,7 @@ def _fill_values(w: CWriter, probe: ProbePlan, steps, guarded: bool) -> None:
         match step:
             case PrintStep(bit=bit, slots=slots) if slots:
                 if guarded:
-                    with w.block(f"if ({_line_test(bit)})"):
+                    with w.block(f"if ({_line_test(w, bit)})"):
                         for index in slots:
                             emit_capture(w, probe.slots[index])
                 else:
@@ -463,16 +485,16 @@ def _align(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
-def _lines_word(word: int) -> str:
-    return f"gs_lines{word}"
+def _lines_word(w: CWriter, word: int) -> str:
+    return f"gs_lines[{word}]" if w.decide_in_event else f"gs_lines{word}"
 
 
-def _mark(bit: int) -> str:
-    return f"{_lines_word(bit // 64)} |= {c.u64_literal(1 << (bit % 64))}"
+def _mark(w: CWriter, bit: int) -> str:
+    return f"{_lines_word(w, bit // 64)} |= {c.u64_literal(1 << (bit % 64))}"
 
 
-def _line_test(bit: int) -> str:
-    return f"{_lines_word(bit // 64)} & {c.u64_literal(1 << (bit % 64))}"
+def _line_test(w: CWriter, bit: int) -> str:
+    return f"{_lines_word(w, bit // 64)} & {c.u64_literal(1 << (bit % 64))}"
 
 
 def _error_status(step: IfStep) -> str:

@@ -19,6 +19,9 @@ class CWriter:
     # The probe's id as C: a literal, or the attach cookie of a program
     # that several sites share.
     probe_id: str = "0"
+    # The decide phase notes lines in the event's bitmap (emit/probe.py
+    # _decides_in_event), not in locals.
+    decide_in_event: bool = False
 
     def line(self, code: str) -> None:
         self.lines.append("    " * self.depth + code)

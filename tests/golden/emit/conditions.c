@@ -221,11 +221,11 @@ int gs_probe_0(struct pt_regs *ctx)
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_ip = ctx->ip;
     __u64 gs_reg_si = ctx->si;
-    __u64 gs_lines0 = 0;
-    __u8 gs_es0 = 0;
-    __u64 gs_ea0 = 0;
-    __u8 gs_es2 = 0;
-    __u64 gs_ea2 = 0;
+    __u8 *ev = gs_begin_event(0, 128, 128);
+    if (!ev)
+        return 0;
+    __u64 *gs_lines = (__u64 *)(ev + 40);
+    gs_lines[0] = 0;
     volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
     /* decide: evaluate the conditions, note the lines to render */
     {
@@ -250,12 +250,11 @@ int gs_probe_0(struct pt_regs *ctx)
         }
     gs_fail_0:;
         gs_cf0 = 1;
-        gs_es0 = gs_st;
-        gs_ea0 = gs_fa;
-        gs_lines0 |= 0x1ULL;
+        gs_fail_value(ev, 48, gs_st, gs_fa);
+        gs_lines[0] |= 0x1ULL;
     gs_done_0:;
         if (!gs_cf0 && gs_c0) {
-            gs_lines0 |= 0x2ULL;
+            gs_lines[0] |= 0x2ULL;
         }
         else if (1) {
             {
@@ -276,36 +275,25 @@ int gs_probe_0(struct pt_regs *ctx)
                 }
             gs_fail_2:;
                 gs_cf2 = 1;
-                gs_es2 = gs_st;
-                gs_ea2 = gs_fa;
-                gs_lines0 |= 0x4ULL;
+                gs_fail_value(ev, 88, gs_st, gs_fa);
+                gs_lines[0] |= 0x4ULL;
             gs_done_2:;
                 if (!gs_cf2 && gs_c2) {
-                    gs_lines0 |= 0x8ULL;
+                    gs_lines[0] |= 0x8ULL;
                 }
                 else if (!gs_cf2) {
-                    gs_lines0 |= 0x10ULL;
+                    gs_lines[0] |= 0x10ULL;
                 }
             }
         }
     }
-    gs_lines0 |= 0x20ULL;
-    if (!(gs_lines0))
-        return 0;
+    gs_lines[0] |= 0x20ULL;
+    if (!(gs_lines[0]))
+        return gs_drop(ev);
     /* build: this event is sent */
-    __u8 *ev = gs_begin_event(0, 128, 128);
-    if (!ev)
-        return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     gs_fill_header(hdr, 0, GS_EVENT_TRACE, 128);
-    *(__u64 *)(ev + 40) = gs_lines0;
-    if (gs_lines0 & 0x1ULL) {
-        gs_fail_value(ev, 48, gs_es0, gs_ea0);
-    }
-    if (gs_lines0 & 0x4ULL) {
-        gs_fail_value(ev, 88, gs_es2, gs_ea2);
-    }
-    if (gs_lines0 & 0x2ULL) {
+    if (gs_lines[0] & 0x2ULL) {
         {
             /* value 1: limit */
             if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))

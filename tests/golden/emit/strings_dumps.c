@@ -220,13 +220,13 @@ int gs_probe_0(struct pt_regs *ctx)
     __u64 gs_ld = 0;
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_ip = ctx->ip;
-    __u64 gs_lines0 = 0;
-    __u8 gs_es4 = 0;
-    __u64 gs_ea4 = 0;
     __u8 *ev = gs_begin_event(0, 1216, 1728);
     if (!ev)
         return 0;
     __u8 *work = ev + 1216;
+    __u64 gs_lines0 = 0;
+    __u8 gs_es4 = 0;
+    __u64 gs_ea4 = 0;
     volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
     /* decide: evaluate the conditions, note the lines to render */
     gs_lines0 |= 0x1ULL;

@@ -57,3 +57,16 @@ def test_a_probe_without_conditions_only_builds():
     text = probe_text("trace handle { print fd; }")
     assert "/* decide" not in text
     assert "*(__u64 *)(ev + 40) = 0x1ULL;" in text
+
+
+def test_several_conditions_decide_in_the_event_so_the_verifier_can_prune():
+    """Locals would hold a constant per path, and each later test of one
+    keeps the paths apart (2^N for N `if`s): the bitmap and the ExprError
+    slots are written into the event, which the verifier does not track."""
+    text = probe_text("trace handle { if *g_name == 71 { print fd; } if fd == 3 { print fd; } }")
+    decide = decide_part(text)
+    assert decide.index("gs_begin_event(") < decide.index("/* decide")
+    assert "__u64 *gs_lines = (__u64 *)(ev + 40);" in decide
+    assert "gs_fail_value(ev, 48, gs_st, gs_fa);\n        gs_lines[0] |= 0x1ULL;" in decide
+    assert "gs_es0" not in text and "return gs_drop(ev);" in decide
+    assert "gs_fill_header(" not in decide
