@@ -70,3 +70,14 @@ def test_several_conditions_decide_in_the_event_so_the_verifier_can_prune():
     assert "gs_fail_value(ev, 48, gs_st, gs_fa);\n        gs_lines[0] |= 0x1ULL;" in decide
     assert "gs_es0" not in text and "return gs_drop(ev);" in decide
     assert "gs_fill_header(" not in decide
+
+
+def test_a_long_let_chain_is_bound_to_locals_before_clang_nesting_limit():
+    """clang refuses more than 256 nested parentheses (64 chained lets)."""
+    lets = "".join(f"let a{i} = a{i - 1} + {i}; " for i in range(1, 64))
+    text = probe_text(f"trace handle {{ let a0 = fd; {lets} print a63; }}")
+    depth = deepest = 0
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        deepest = max(deepest, depth)
+    assert deepest < 200 and "__u64 gs_e" in text
