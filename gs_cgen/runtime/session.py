@@ -19,6 +19,7 @@ import functools
 import hashlib
 import io
 import os
+import re
 import struct
 import sys
 import tempfile
@@ -296,7 +297,7 @@ class TraceSession:
         except Exception as exc:  # noqa: BLE001
             raise RuntimeTraceError(
                 f"the kernel verifier rejected the probe for '{site.pattern_text}': {exc}",
-                hints=(log.getvalue().strip()[-3000:],)) from None
+                hints=refusal_hints(log.getvalue(), str(exc))) from None
         if fd < 0:
             # The non-sleepable build may still pass: load() falls back to it.
             raise _SleepableRejected(
@@ -557,6 +558,24 @@ def _attach_perf_uprobe(prog_fd: int, event_name: bytes, site: ProbeSite,
                                site.attach_path.encode(),
                                site.file_offset, -1 if pid is None else pid)
     return (fd, 0) if fd >= 0 else (fd, ctypes.get_errno())
+
+
+# libbcc's own line for E2BIG guesses the pre-5.2 4096-instruction limit of
+# unprivileged programs; root's is the verifier's 1M processed-instruction
+# budget, which a program of any length can exhaust.
+_BCC_SIZE_GUESS = re.compile(r"^.*Program\s+too large \(\d+ insns\), at most \d+ insns\s*$", re.M)
+
+
+def refusal_hints(log: str, reason: str) -> tuple[str, ...]:
+    """What the user reads under a verifier refusal: the log's tail, without
+    libbcc's guessed limit; for E2BIG, what the budget is."""
+    text = _BCC_SIZE_GUESS.sub("", log).strip()
+    hints = (text[-3000:],) if text else ()
+    if "Argument list too long" in reason:
+        hints += ("the verifier explores every path through the probe's branches and gives up "
+                  "after 1,000,000 instructions processed in all; split the block into "
+                  "several `trace` blocks on the same function",)
+    return hints
 
 
 class _SleepableRejected(Exception):
