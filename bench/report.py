@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from bench import counting
+from bench import counting, values
 from bench.events import EventRow
 from bench.growth import GrowthRow, InlinedRow
 from bench.hit import HitRow
@@ -76,6 +76,7 @@ class Report:
     growth_external: str | None = None
     inlined: InlinedRow | None = None
     count: dict[str, HitRow] | None = None      # bench/counting.py
+    values: dict[str, dict[str, HitRow]] | None = None   # bench/values.py, by workload
     count_site: Site | None = None
 
     # ------------------------------------------------------------------ summary
@@ -207,6 +208,8 @@ class Report:
             self._ready_summary()) if r]
         count = counting.summary_row(self.count, us, paired, times, met)
         rows += [count] if count else []
+        printed = values.summary_row(self.values, us, paired, times, met)
+        rows += [printed] if printed else []
         rows += self._python_summary() + self._info_summary() + self._events_summary()
         rows += self._growth_summary()
         return table(["what", "gs-cgen", "best peer", "floor / limit", "goal", "met"], rows)
@@ -278,7 +281,8 @@ class Report:
 
     def cleanup_line(self, notes: list[str]) -> None:
         """A note when any run left something behind (each run was checked)."""
-        dirty = [name for rows in list(self.hit.values()) + [self.python or {}, self.count or {}]
+        dirty = [name for rows in list(self.hit.values()) + list((self.values or {}).values()) +
+                 [self.python or {}, self.count or {}]
                  for name, row in rows.items() if not row.clean]
         dirty += [name for name, row in (self.events or {}).items() if not row.clean]
         if dirty:

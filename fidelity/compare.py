@@ -8,7 +8,8 @@ Both tools' values become one canonical JSON form, compared exactly:
                              significand ([-]SIGNIFICANDpEXPONENT): exact from
                              gdb's 80 bits; whatever decimal text or number
                              gs-cgen gives is rounded the same way
-  enum                    -> "enum:NAME" (first enumerator with that value), else the number
+  enum                    -> "enum:NAME" (first enumerator with that value; a Rust
+                             one's last path component), else the number
   pointer                 -> "p:0x..."; a DW_OP_implicit_pointer (gdb: <synthetic
                              pointer>) -> {"synthetic pointer": POINTEE}: no
                              address equals it; gs-cgen's `<error: synthetic
@@ -21,6 +22,8 @@ Both tools' values become one canonical JSON form, compared exactly:
   struct, union           -> {member: VALUE}, anonymous members flattened;
                              _Complex -> {"real": VALUE, "imag": VALUE}
   array, vector           -> [VALUE, ...]
+  Rust enum               -> {"variant": NAME, "fields": {member: VALUE}}: the
+                             active variant (gdb's print/r, gs-cgen's raw())
   unavailable             -> None (gdb: optimized out, an error, or
                              `[uninitialized]` (DW_OP_GNU_uninit: gdb shows
                              whatever the location holds but says it is no
@@ -132,7 +135,9 @@ def from_gdb(raw: dict):
         case "ldouble":
             return x87_from_bits(int(raw["bits"], 16))
         case "enum":
-            return f"enum:{raw['name']}" if raw["name"] else raw["v"]
+            # Rust's enumerators are paths (`values::Level::High`): the
+            # last component names the enumerator, as gs-cgen prints it.
+            return f"enum:{raw['name'].rsplit('::', 1)[-1]}" if raw["name"] else raw["v"]
         case "ptr":
             return f"p:0x{raw['v']:x}"
         case "synthetic":
@@ -149,6 +154,8 @@ def from_gdb(raw: dict):
             return {name: from_gdb(member) for name, member in raw["fields"]}
         case "array":
             return [from_gdb(item) for item in raw["items"]]
+        case "variant":
+            return {"variant": raw["name"], "fields": from_gdb(raw["payload"])}
         case "other":
             return {"other": raw["text"]}
     return None                                   # optout, error
@@ -236,10 +243,21 @@ def _array(value, shape):
     return [_tracer_value(item, member) for item, member in zip(items, shape["items"])]
 
 
+def _variant(value, shape):
+    """gs-cgen's JSON enum: {"variant": NAME, "fields": ...}, its raw()
+    payload an object of the variant's members ([] when it has none)."""
+    if not (isinstance(value, dict) and isinstance(value.get("variant"), str)
+            and value.keys() == {"variant", "fields"}):
+        return None
+    fields = value["fields"]
+    return {"variant": value["variant"],
+            "fields": _tracer_value({} if fields == [] else fields, shape["payload"])}
+
+
 _CONVERTERS = {
     "int": _int, "bool": _bool, "float": _float, "ldouble": _long_double, "enum": _enum,
     "ptr": _pointer, "synthetic": _pointer, "cstr": _string, "chars": _string,
-    "struct": _struct, "array": _array,
+    "struct": _struct, "array": _array, "variant": _variant,
 }
 
 
@@ -272,8 +290,10 @@ def verdict(gdb_value, tracer_value) -> tuple[str, list[str]]:
         and _same_shape(gdb_value, tracer_value) else None
     found = {MISMATCH: [], TRACER_ONLY: [], TRACER_UNAVAILABLE: []}
     if tracer_leaves is None:
-        # A scalar, or shapes that do not fit: compare as one value.
-        pairs = [("", gdb_value, tracer_value)]
+        # A scalar, or shapes that do not fit: compare as one value (an
+        # aggregate gdb has no leaf of, say a Rust String whose every
+        # member is optimized out beside its zero-sized markers, is none).
+        pairs = [("", gdb_value if gdb_reads(gdb_value) else None, tracer_value)]
     else:
         pairs = [(path, leaf, tracer_leaves.get(path)) for path, leaf in leaves(gdb_value)]
     for path, ours, theirs in pairs:
@@ -285,10 +305,18 @@ def verdict(gdb_value, tracer_value) -> tuple[str, list[str]]:
             found[TRACER_UNAVAILABLE].append(path)
         elif ours != theirs:
             found[MISMATCH].append(path)
+    # A member of another shape than gdb's (say an object where gdb has a
+    # struct's members) is a wrong value, not a missing one.
+    found[MISMATCH] += [path for path, leaf in (tracer_leaves or {}).items()
+                        if _unexpected(leaf) and path not in found[MISMATCH]]
     for name in (MISMATCH, TRACER_ONLY, TRACER_UNAVAILABLE):
         if found[name]:
             return name, found[name]
     return (MATCH if gdb_reads(gdb_value) else BOTH_UNAVAILABLE), []
+
+
+def _unexpected(leaf) -> bool:
+    return isinstance(leaf, dict) and "unexpected" in leaf
 
 
 def _same_shape(a, b) -> bool:

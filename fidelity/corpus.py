@@ -1,5 +1,5 @@
-"""The corpus: small C programs of our own, built at -O0..-O3, and the
-probe sites of each build (every `is_stmt` line-table address of every
+"""The corpus: small C programs of our own and a Rust one, built at
+-O0..-O3, and the probe sites of each build (every `is_stmt` line-table address of every
 function of the corpus sources, deduplicated).
 
 Sites are read with pyelftools directly, not through gs-cgen's DWARF
@@ -7,6 +7,7 @@ reader: the harness must not share the code it measures."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +20,15 @@ LIBRARY = "libfidlib.so"
 _GLOBALS_MARKER = re.compile(r"fidelity-globals:(.*)")
 
 
+_CARGO_BIN = Path.home() / ".cargo" / "bin"     # where rustup puts rustc
+
+
 @dataclass(frozen=True)
 class Program:
     name: str
     source: str
     uses_library: bool = False       # links libfidlib.so (fidlib.c)
+    language: str = "c"              # "c" (gcc) or "rust" (rustc)
 
 
 PROGRAMS = (
@@ -31,6 +36,7 @@ PROGRAMS = (
     Program("calls", "calls.c"),
     Program("inline", "inline.c"),
     Program("tls", "tls.c", uses_library=True),
+    Program("values", "values.rs", language="rust"),
 )
 
 
@@ -63,11 +69,14 @@ class Site:
 class Target:
     """One program at one level: what to run and where to look."""
 
-    suite: str                       # "corpus" or "libpython"
+    suite: str                       # "corpus", "rust" or "libpython"
     name: str
     level: str
     argv: list[str]
     sites: list[Site] = field(default_factory=list)
+    # Rust: both tools read the DWARF layout (gdb's print/r, gs-cgen's
+    # raw(NAME)), not the std types' semantic forms (README "Rust").
+    raw_layout: bool = False
 
     @property
     def label(self) -> str:
@@ -75,8 +84,8 @@ class Target:
 
 
 def build(levels: tuple[str, ...], programs: tuple[Program, ...], out_dir: Path) -> list[Target]:
-    """Compile every program at every level (gcc -g: DWARF 5) under
-    `out_dir/LEVEL/`, and list its sites."""
+    """Compile every program at every level (gcc -g: DWARF 5; rustc -g)
+    under `out_dir/LEVEL/`, and list its sites."""
     targets = []
     for level in levels:
         level_dir = out_dir / level
@@ -86,6 +95,9 @@ def build(levels: tuple[str, ...], programs: tuple[Program, ...], out_dir: Path)
             _gcc(["-fPIC", "-shared", "-o", str(library), str(CORPUS / "fidlib.c")], level)
         for program in programs:
             exe = level_dir / program.name
+            if program.language == "rust":
+                targets.append(_rust_target(program, level, exe))
+                continue
             extra = ["-L", str(level_dir), "-lfidlib", "-Wl,-rpath,$ORIGIN"] \
                 if program.uses_library else []
             _gcc(["-o", str(exe), str(CORPUS / program.source), *extra], level)
@@ -101,6 +113,24 @@ def _gcc(arguments: list[str], level: str) -> None:
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
+
+
+def _rust_target(program: Program, level: str, exe: Path) -> Target:
+    command = [rustc(), "--edition", "2021", "-g", "-C", f"opt-level={level[1:]}",
+               "-D", "warnings", "-o", str(exe), str(CORPUS / program.source)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
+    sites = line_sites(exe.resolve(), [program.source], main_module=True)
+    return Target("rust", program.name, level, [str(exe.resolve())], sites, raw_layout=True)
+
+
+def rustc() -> str:
+    """rustc from PATH or rustup's ~/.cargo/bin (which PATH may leave out)."""
+    found = shutil.which("rustc") or shutil.which("rustc", path=str(_CARGO_BIN))
+    if found is None:
+        raise RuntimeError(f"rustc is not installed (rustup puts it in {_CARGO_BIN})")
+    return found
 
 
 def source_globals(source: str) -> tuple[str, ...]:

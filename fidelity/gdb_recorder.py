@@ -30,11 +30,14 @@ def record(target: Target, timeout: float = 600) -> GdbRun:
         request, result = Path(scratch) / "request.json", Path(scratch) / "result.json"
         request.write_text(json.dumps({
             "result": str(result), "entry": entry_point(target.argv[0]),
-            "string_cap": STRING_CAP,
+            "string_cap": STRING_CAP, "language": "rust" if target.raw_layout else "c",
             "sites": [{"id": s.key, "module": s.module, "address": s.address,
                        "function": s.pattern if s.by_function else None,
                        "globals": list(s.globals)} for s in target.sites]}))
-        command = ["gdb", "-batch", "-nx", "-ex", f'set $fidelity_request = "{request}"',
+        # The request's path is set as a C string: in a Rust program's
+        # language a string literal needs a live target.
+        command = ["gdb", "-batch", "-nx", "-ex", "set language c",
+                   "-ex", f'set $fidelity_request = "{request}"', "-ex", "set language auto",
                    "-x", str(SCRIPT), "--args", *target.argv]
         done = subprocess.run(command, env=TARGET_ENVIRONMENT, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=timeout)

@@ -1,9 +1,10 @@
 """The gdb side of the fidelity harness; runs inside gdb's own Python:
 
-    gdb -batch -nx -ex 'set $fidelity_request = "REQUEST.json"' -x gdb_script.py --args PROG
+    gdb -batch -nx -ex "set language c" -ex 'set $fidelity_request = "REQUEST.json"' \
+        -ex "set language auto" -x gdb_script.py --args PROG
 
 REQUEST.json: {"result": PATH, "entry": vaddr of PROG's entry point,
-"string_cap": N, "sites": [{"id", "module", "address", "function", "globals"}]},
+"string_cap": N, "language": "c"|"rust", "sites": [{"id", "module", "address", "function", "globals"}]},
 where `address` is a module virtual address, `module` the module's real
 path and `function` null, or the name whose `break FUNC` location this is.
 
@@ -30,10 +31,16 @@ turns them into the canonical form):
   {"k": "struct", "fields": [[NAME, RAW], ...]}   anonymous members flattened;
                                 _Complex as a struct of "real" and "imag"
   {"k": "array", "items": [RAW, ...]}
+  {"k": "variant", "name": NAME, "payload": RAW}
+                                a Rust enum (DW_TAG_variant_part): gdb resolves its
+                                type to the active variant, a struct named
+                                `ENUM::NAME` (the discriminant beside it is an
+                                artificial member); the payload is that struct
   {"k": "optout"}               gdb: <optimized out> (a leaf, or a whole aggregate)
   {"k": "uninit", "shown": RAW} gdb: `[uninitialized] VALUE` (DW_OP_GNU_uninit): the
                                 bits are there, gdb does not vouch for them
   {"k": "error", "msg": TEXT}   gdb could not read it
+  {"k": "absent", "msg": TEXT}  a global gdb has no symbol for (not compared)
   {"k": "other", "type": T, "text": TEXT}
 This file imports nothing but gdb and the standard library.
 """
@@ -168,7 +175,72 @@ def _pointer(value, t, top, cap):
     return {"k": "cstr", "ptr": address, "hex": data.hex(), "end": end}
 
 
+def rust_variant(value, t):
+    """The active variant's field of a Rust enum value's type, else None.
+    In memory gdb resolves an enum's type to two fields: the discriminant
+    (artificial, unnamed; for a niche layout the field holding the niche)
+    and the active variant, whose struct type is named after the enum:
+    `ENUM::VARIANT`. A value gdb assembled from registers and constants
+    (DW_OP_piece) keeps every variant: see in_memory_variant."""
+    if t.name is None:
+        return None
+    fields = t.fields()
+    named = [f for f in fields if not f.artificial]
+    if not named or not all(f.type is not None and f.type.name == f"{t.name}::{f.name}"
+                            for f in named):
+        return None
+    if len(named) == 1:
+        return named[0]
+    return in_memory_variant(value, t, fields)
+
+
+RUST_SCRATCH_BELOW_SP = 512      # below the red zone, inside the stack's mapping
+
+
+def in_memory_variant(value, t, fields):
+    """gdb 13 resolves a Rust enum's variant only for a value in memory
+    (`print` of one in pieces hits an internal error), so the discriminant
+    gdb read is written to scratch stack memory below the red zone, with
+    the enum's type there gdb names the variant, and the bytes are put
+    back. The variant's members are then read from the value itself."""
+    discriminant = next((f for f in fields if f.artificial), None)
+    if discriminant is None:
+        raise ValueError(f"{t.name}: variants without a discriminant")
+    number = value[discriminant]
+    if number.is_optimized_out:
+        return OPTIMIZED_OUT_VARIANT
+    size = discriminant.type.sizeof
+    data = bytearray(t.sizeof)
+    start = discriminant.bitpos // 8
+    data[start:start + size] = (int(number) % (1 << 8 * size)).to_bytes(size, "little")
+    inferior = gdb.selected_inferior()
+    scratch = int(gdb.newest_frame().read_register("rsp")) - RUST_SCRATCH_BELOW_SP - len(data)
+    saved = bytes(inferior.read_memory(scratch, len(data)))
+    inferior.write_memory(scratch, bytes(data))
+    try:
+        resolved = gdb.Value(scratch).cast(t.pointer()).dereference()
+        names = [f.name for f in resolved.type.fields() if not f.artificial]
+    finally:
+        inferior.write_memory(scratch, saved)
+    if len(names) != 1:
+        raise ValueError(f"{t.name}: gdb resolved no single variant")
+    return next(f for f in fields if f.name == names[0])
+
+
+OPTIMIZED_OUT_VARIANT = object()
+
+
 def _aggregate(value, t, cap):
+    variant = rust_variant(value, t)
+    if variant is OPTIMIZED_OUT_VARIANT:
+        return {"k": "optout"}
+    if t.name and t.fields() and all(f.artificial for f in t.fields()):
+        # an enum whose discriminant names no variant (stack garbage before
+        # the prologue stored it): gdb leaves only the discriminant member
+        return {"k": "error", "msg": "no variant has this discriminant"}
+    if variant is not None:
+        return {"k": "variant", "name": variant.name,
+                "payload": convert(value[variant], False, cap)}
     fields = []
     for field in t.fields():
         if field.artificial:
@@ -240,9 +312,14 @@ def global_variables(frame, names, shadowed, cap):
         if name in shadowed:
             continue                             # a local of that name wins
         symbol = gdb.lookup_symbol(name, frame.block())[0] or gdb.lookup_static_symbol(name)
-        if symbol is None:
+        if symbol is None or symbol.addr_class == gdb.SYMBOL_LOC_OPTIMIZED_OUT:
+            # Not a variable of this build: rustc -O1 leaves a static it
+            # folded into its uses as a DIE without a location, which
+            # gdb's `print` calls "No symbol", as gs-cgen does. Not compared.
+            why = "gdb has no symbol of that name" if symbol is None else \
+                "a DIE without a location (gdb's print: No symbol)"
             found.append({"name": name, "kind": "global", "type": None,
-                          "raw": {"k": "error", "msg": "no symbol"}})
+                          "raw": {"k": "absent", "msg": why}})
             continue
         found.append(_variable(name, "global", str(symbol.type),
                                lambda s=symbol: symbol_value(s, frame), cap))
@@ -254,9 +331,15 @@ def _variable(name, kind, type_text, read, cap):
         raw = convert(read(), True, cap)
     except (gdb.error, gdb.MemoryError, RuntimeError) as exc:
         raw = {"k": "error", "msg": str(exc)}
-    if raw["k"] not in ("optout", "error") and _uninitialized(name):
+    if raw["k"] not in ("optout", "error") and UNINIT_CHECK and _uninitialized(name):
         raw = {"k": "uninit", "shown": raw}
     return {"name": name, "kind": kind, "type": type_text, "raw": raw}
+
+
+# DW_OP_GNU_uninit is gcc's; rustc never emits it, and gdb 13's `print`
+# of a Rust enum assembled from pieces is an internal error (see
+# in_memory_variant), so Rust programs are not asked (request "language").
+UNINIT_CHECK = True
 
 
 def _uninitialized(name):
@@ -323,7 +406,9 @@ def set_breakpoints(sites, bases):
 
 
 def main():
+    global UNINIT_CHECK
     req = request()
+    UNINIT_CHECK = req.get("language", "c") != "rust"
     for command in ("set pagination off", "set confirm off", "set startup-with-shell off",
                     "set disable-randomization on", "unset environment LINES",
                     "unset environment COLUMNS", "set breakpoint pending off"):

@@ -47,6 +47,8 @@ class TargetResult:
     notes: list[str]
     seconds: dict[str, float] = field(default_factory=dict)   # per phase
     measured: bool = True            # False: the harness failed on it (see notes)
+    # "SITE NAME: why" of values left out of the comparison on purpose
+    not_compared: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -57,7 +59,7 @@ def measure(target: Target) -> TargetResult:
     first, second = gdb_recorder.record(target), gdb_recorder.record(target)
     unstable = gdb_recorder.unstable_values(first, second)
     clock.lap("gdb")
-    names = {key: _expressions(hit) for key, hit in first.hits.items()}
+    names = {key: _expressions(hit, target.raw_layout) for key, hit in first.hits.items()}
     run = tracer_recorder.record(target, names, first.bases)
     clock.lap("gs-cgen")
     clock.seconds["of which checks"] = round(run.check_seconds, 1)
@@ -67,7 +69,8 @@ def measure(target: Target) -> TargetResult:
     for site in target.sites:
         hit = first.hits.get(site.key)
         if hit is not None:
-            _classify_site(result, site, hit, run, unstable.get(site.key, set()))
+            _classify_site(result, site, hit, run, unstable.get(site.key, set()),
+                           target.raw_layout)
     _add_locations(result, target)
     clock.lap("info")
     return result
@@ -84,12 +87,17 @@ class _Clock:
         self.last = now
 
 
-def _expressions(hit: dict) -> list[str]:
+def _expressions(hit: dict, raw_layout: bool) -> list[str]:
     """What gs-cgen prints at a site: each variable gdb lists, and `*NAME`
-    for a synthetic pointer (what it points to is all there is to compare)."""
-    names = [v["name"] for v in hit.get("variables", [])]
-    return names + [f"*{v['name']}" for v in hit.get("variables", [])
-                    if v["raw"]["k"] == "synthetic"]
+    for a synthetic pointer (what it points to is all there is to compare);
+    as `raw(...)` when the target is compared by DWARF layout (Rust)."""
+    names = [v["name"] for v in hit.get("variables", []) if v["raw"]["k"] != "absent"]
+    names += [f"*{v['name']}" for v in hit.get("variables", []) if v["raw"]["k"] == "synthetic"]
+    return [tracer_expression(name, raw_layout) for name in names]
+
+
+def tracer_expression(name: str, raw_layout: bool) -> str:
+    return f"raw({name})" if raw_layout else name
 
 
 def failed(target: Target, error: Exception) -> TargetResult:
@@ -110,7 +118,8 @@ def _notes(first: gdb_recorder.GdbRun, run: tracer_recorder.TraceRun) -> list[st
     return notes
 
 
-def _classify_site(result: TargetResult, site: Site, hit: dict, run, unstable: set[str]) -> None:
+def _classify_site(result: TargetResult, site: Site, hit: dict, run, unstable: set[str],
+                   raw_layout: bool = False) -> None:
     if "*" in unstable:
         result.unstable += [f"{site.key} {v['name']}" for v in hit.get("variables", [])]
         return
@@ -121,10 +130,14 @@ def _classify_site(result: TargetResult, site: Site, hit: dict, run, unstable: s
     probe = run.probes.get(site.key)
     values = {v["expr"]: v for v in event["values"]} if event else {}
     for variable in hit.get("variables", []):
+        if variable["raw"]["k"] == "absent":
+            result.not_compared.append(f"{site.key} {variable['name']}: {variable['raw']['msg']}")
+            continue
         if variable["name"] in unstable:
             result.unstable.append(f"{site.key} {variable['name']}")
             continue
-        result.values.append(_classify_value(result, site, hit, variable, probe, event, values))
+        result.values.append(_classify_value(result, site, hit, variable, probe, event, values,
+                                             raw_layout))
 
 
 def _tracer_sp(event: dict) -> int | None:
@@ -132,13 +145,15 @@ def _tracer_sp(event: dict) -> int | None:
     return sp["value"] if sp else None
 
 
-def _classify_value(result, site, hit, variable, probe, event, values) -> ValueResult:
+def _classify_value(result, site, hit, variable, probe, event, values,
+                    raw_layout: bool = False) -> ValueResult:
     gdb_value = compare.from_gdb(variable["raw"])
     value = ValueResult(result.suite, result.program, result.level, hit.get("function") or
                         site.function, site.key, site.pattern, site.file, site.line,
                         variable["name"],
                         variable["kind"], variable["type"], compare.TRACER_ERROR, gdb_value)
-    name = variable["name"]
+    name = tracer_expression(variable["name"], raw_layout)
+    pointee = tracer_expression(f"*{variable['name']}", raw_layout)
     refused = probe.errors.get(name) if probe else None
     if refused or (probe and probe.site_error):
         value.reason = refused or probe.site_error
@@ -147,7 +162,7 @@ def _classify_value(result, site, hit, variable, probe, event, values) -> ValueR
         value.reason = NO_EVENT if event is None else NO_VALUE
         return value
     entry = values[name]
-    value.tracer = _tracer_value(entry, variable["raw"], values.get(f"*{name}"))
+    value.tracer = _tracer_value(entry, variable["raw"], values.get(pointee))
     value.verdict, value.paths = compare.verdict(gdb_value, value.tracer)
     if value.verdict == compare.TRACER_UNAVAILABLE:
         value.reason = entry.get("reason") or entry.get("error") or \

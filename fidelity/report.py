@@ -70,8 +70,17 @@ def format_footnotes(results: list[TargetResult]) -> str:
         if result.diverged_sites:
             lines.append(f"  {where}: $sp differs from gdb's at {len(result.diverged_sites)} "
                          f"sites (not compared): {', '.join(result.diverged_sites[:5])}")
+        lines.extend(_not_compared(where, result.not_compared))
         lines.extend(f"  {where}: {note}" for note in result.notes)
     return "\n".join(lines)
+
+
+def _not_compared(where: str, entries: list[str]) -> list[str]:
+    """One line per variable and reason: `values::G_NAME at 18 sites (why)`."""
+    groups: dict[tuple[str, str], int] = Counter(
+        tuple(entry.split(" ", 1)[1].split(": ", 1)) for entry in entries)
+    return [f"  {where}: {name} not compared at {count} sites: {why}"
+            for (name, why), count in groups.items()]
 
 
 def grouped_reasons(values: list[ValueResult], verdict: str) -> list[tuple[int, str, ValueResult]]:

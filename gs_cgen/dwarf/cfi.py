@@ -12,6 +12,7 @@ import bisect
 import enum
 import struct
 
+from elftools.common.exceptions import DWARFError
 from elftools.dwarf.callframe import FDE, CallFrameInfo
 # ours (below) is RegisterRule, the unwinder's view of one rule
 from elftools.dwarf.callframe import RegisterRule as RegisterRule_
@@ -84,7 +85,7 @@ class CallFrames:
         if fde is None:
             raise CfaUnavailable(f"no call frame information covers 0x{pc:x}")
         row = None
-        for line in fde.get_decoded().table:
+        for line in _decoded_table(fde):
             if line["pc"] > pc:
                 break
             row = line
@@ -184,12 +185,32 @@ def unwind_row_at(frames: CallFrames, pc: int) -> UnwindRow | None:
     fde = frames._fde_from_hdr(pc) or frames._fde_by_scan(pc)
     if fde is None:
         return None
+    table = _decoded_table(fde)
+    if not table:
+        return None
     row = None
-    for line in fde.get_decoded().table:
+    for line in table:
         if line["pc"] > pc:
             break
         row = line
     return _row(fde, row or {})
+
+
+# DW_CFA_GNU_args_size (0x2e): the bytes of outgoing arguments pushed,
+# which only landing pads need. rustc emits it; pyelftools 0.32/0.33 parse
+# it but their table decoder fails on it, so it is left out first.
+_GNU_ARGS_SIZE = 0x2E
+
+
+def _decoded_table(fde) -> list:
+    """The FDE's rows; none when pyelftools cannot decode its program (an
+    opcode it does not know): the walk then stops there, named."""
+    if any(instr.opcode == _GNU_ARGS_SIZE for instr in fde.instructions):
+        fde.instructions = [i for i in fde.instructions if i.opcode != _GNU_ARGS_SIZE]
+    try:
+        return fde.get_decoded().table
+    except (DWARFError, ValueError, KeyError):
+        return []
 
 
 def _row(fde, row: dict) -> UnwindRow:

@@ -24,10 +24,12 @@ from gs_cgen.dwarf.cppsymbols import (cpp_qualified_names, cpp_symbols, display_
 from gs_cgen.dwarf.debugfile import find_debug_info
 from gs_cgen.dwarf.cfi import CallFrames, CfaUnavailable, UnwindRow
 from gs_cgen.dwarf.inline import SourceFrame, frame_function_name, is_rust_cu, source_frames
-from gs_cgen.dwarf.rustsymbols import demangled_path, rust_candidates, rust_qualified_names
+from gs_cgen.dwarf.rustsymbols import (demangled_path, rust_candidates, rust_qualified_names,
+                                       rust_static_names, rust_statics)
 from gs_cgen.dwarf.elf import ElfImage, Symbol, SymbolKind, dwarf_section_read
 from gs_cgen.dwarf.ifunc import ifunc_symbol, implementation_name
-from gs_cgen.dwarf.index import DwarfIndex, FunctionEntry, die_name, inherited_attr, origin_having
+from gs_cgen.dwarf.index import (TYPE_TAGS, DwarfIndex, FunctionEntry, die_name, inherited_attr,
+                                 origin_having)
 from gs_cgen.dwarf.locations import LocationReader
 from gs_cgen.dwarf.plt import PltStubs, in_plt_section, plt_stubs
 from gs_cgen.dwarf.model import (ArrayBound, CodeLocation, FrameScope, FunctionSite, GlobalVariable,
@@ -253,7 +255,7 @@ class ModuleDebugInfo:
     def global_names(self) -> list[str]:
         symbols = self._elf.symbols
         return _base_names(symbols.names(SymbolKind.OBJECT) + symbols.names(SymbolKind.TLS)) + \
-            cpp_qualified_names(symbols, SymbolKind.OBJECT)
+            cpp_qualified_names(symbols, SymbolKind.OBJECT) + rust_static_names(symbols)
 
     def symbol_address(self, name: str) -> int | None:
         """The link-time address of data object `name` (`_r_debug` in
@@ -692,7 +694,7 @@ class ModuleDebugInfo:
                                              SymbolKind.TLS)
             if die is not None:
                 return self._global(die, name, sym.address, thread_local=True)
-        return self._cpp_global(name) or self._constant_global(name)
+        return self._cpp_global(name) or self._rust_global(name) or self._constant_global(name)
 
     def _aliased_variable_die(self, needles, name: str, address: int, kind: SymbolKind):
         """The variable DIE at `address` (searched for by `needles`) called
@@ -726,6 +728,23 @@ class ModuleDebugInfo:
                 glob = self._global(die, sym.name, sym.address)
                 slots = () if sym.local else self.import_slots(sym.name)
                 return dataclasses.replace(glob, got_slot=slots[0]) if slots else glob
+        return None
+
+    def _rust_global(self, name: str) -> GlobalVariable | None:
+        """A Rust static by its path or trailing components (`G_COUNTER`,
+        `config::LIMIT`), as gdb's `print` finds it from the crate's code;
+        several statics of that name are an error listing their paths."""
+        table = self._elf.symbols
+        pattern = parse_cpp_name(name) if table.rust_names else None
+        statics = rust_statics(table, pattern) if pattern is not None else {}
+        if len(statics) > 1:
+            names = sorted(path.qualified for _, path in statics.values())
+            raise DebugInfoError(f"'{name}' names {len(names)} Rust statics in '{self.path}'",
+                                 hints=("write its path",), candidates=tuple(names))
+        for sym, path in statics.values():
+            die = self._variable_die_at(b"\x03" + struct.pack("<Q", sym.address), {path.leaf})
+            if die is not None:
+                return self._global(die, sym.name, sym.address)
         return None
 
     def _constant_global(self, name: str) -> GlobalVariable | None:
@@ -978,7 +997,27 @@ class ModuleDebugInfo:
             chosen = self._choose_type_entry([e for e in entries if e[0] in tags], near_pc)
             if chosen is not None:
                 return self._types.build(self._dwarf.die_at(chosen))
-        return None
+        return self._rust_type(name, near_pc) if self._elf.symbols.rust_names else None
+
+    def _rust_type(self, name: str, near_pc: int | None) -> CType | None:
+        """A Rust type, nested in its module's namespace, by its path or
+        trailing components (`Pair`, `orders::Order`), one in the compile
+        unit holding `near_pc` first."""
+        pattern = parse_cpp_name(name)
+        if pattern is None:
+            return None
+        found = []
+        for die in self._dwarf.dies_named(pattern.leaf, TYPE_TAGS, limit=64):
+            if not is_rust_cu(die.cu) or "DW_AT_declaration" in die.attributes:
+                continue
+            ctype = self._types.build(die)
+            scope = getattr(ctype, "scope", "")
+            path = parse_cpp_name(f"{scope}::{pattern.leaf}" if scope else pattern.leaf)
+            if path is not None and matches(pattern, path):
+                found.append((die.cu.cu_offset, ctype))
+        cu = self._dwarf.cu_for_address(near_pc) if near_pc is not None and found else None
+        local = [t for offset, t in found if cu is not None and offset == cu.cu_offset]
+        return (local or [t for _, t in found] or [None])[0]
 
     def _choose_type_entry(self, entries, near_pc: int | None) -> int | None:
         definitions = [off for _, off, declaration in entries if not declaration]

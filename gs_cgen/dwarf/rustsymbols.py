@@ -14,17 +14,40 @@ only the symbols containing the pattern's last identifier are looked at.
 """
 from __future__ import annotations
 
-from gs_cgen.cppnames import CppName, parse_cpp_name
+from gs_cgen.cppnames import CppName, matches, parse_cpp_name
 from gs_cgen.dwarf.demangle import rust_demangle
 from gs_cgen.dwarf.elf import Symbol, SymbolKind, SymbolTable
 
 
-def rust_candidates(table: SymbolTable, pattern: CppName) -> list[Symbol]:
-    """Function symbols of Rust code that may be what `pattern` names."""
+def rust_candidates(table: SymbolTable, pattern: CppName,
+                    kind: SymbolKind = SymbolKind.FUNC) -> list[Symbol]:
+    """Symbols of Rust code (functions, or statics) that may be what
+    `pattern` names."""
     identifier = pattern.identifier()
     needle = f"{len(identifier)}{identifier}" if identifier else ""
     return [symbol for mangled in table.rust_names if needle in mangled
-            for symbol in table.named(mangled, SymbolKind.FUNC)]
+            for symbol in table.named(mangled, kind)]
+
+
+def rust_statics(table: SymbolTable, pattern: CppName) -> dict[int, tuple[Symbol, CppName]]:
+    """The Rust statics `pattern` names by gdb's rule (`G_COUNTER` is
+    `crate::G_COUNTER`), one per address; an exact path wins over
+    trailing-component matches."""
+    hits = [(symbol, path) for symbol in rust_candidates(table, pattern, SymbolKind.OBJECT)
+            if (path := demangled_path(symbol)) is not None and matches(pattern, path)]
+    exact = [(symbol, path) for symbol, path in hits if path.qualified == pattern.qualified]
+    return {symbol.address: (symbol, path) for symbol, path in exact or hits}
+
+
+def rust_static_names(table: SymbolTable) -> list[str]:
+    """Every demangled Rust static's path and last component (candidates)."""
+    names = set()
+    for mangled in table.rust_names:
+        if table.named(mangled, SymbolKind.OBJECT):
+            text = rust_demangle(mangled)
+            if text is not None:
+                names.update((text, text.rsplit("::", 1)[-1]))
+    return sorted(names)
 
 
 def demangled_path(symbol: Symbol) -> CppName | None:

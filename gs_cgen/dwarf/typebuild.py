@@ -88,7 +88,8 @@ class TypeBuilder:
                           is_declaration=declaration, language=language,
                           variants_loader=lambda: self._variant_part(die),
                           parameters_loader=lambda: self._parameters(die),
-                          bases_loader=lambda: self._bases(die))
+                          bases_loader=lambda: self._bases(die),
+                          scope_loader=lambda: _rust_scope(die) if language == "rust" else "")
 
     def _variant_part(self, die) -> VariantPart | None:
         part = next((c for c in die.iter_children() if c.tag == "DW_TAG_variant_part"), None)
@@ -322,6 +323,16 @@ def _scoped_name(die) -> str | None:
         scopes.append(_name(parent) or "(anonymous namespace)")
         parent = parent.get_parent()
     return "::".join([*reversed(scopes), name])
+
+
+def _rust_scope(die) -> str:
+    """`alloc::string` for String: the namespaces rustc nests a type in."""
+    scopes = []
+    parent = die.get_parent()
+    while parent is not None and parent.tag in _SCOPE_TAGS:
+        scopes.append(_name(parent) or "")
+        parent = parent.get_parent()
+    return "::".join(reversed(scopes))
 
 
 def _attr(die, name: str, default):

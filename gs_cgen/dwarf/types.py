@@ -179,7 +179,7 @@ class StructType:
     `variants_loader` a Rust enum's variant part, `parameters_loader` the
     DW_TAG_template_type_param (name, type) pairs (`Vec<T>`'s T), which
     layouts recognized by name need (gs_cgen/printers/); `bases_loader` the C++
-    base classes (DW_TAG_inheritance)."""
+    base classes (DW_TAG_inheritance); `scope_loader` a Rust type's path."""
 
     kind: str                 # "struct" | "union" | "class"
     name: str | None
@@ -191,6 +191,7 @@ class StructType:
     parameters_loader: Callable[[], tuple[tuple[str, "CType"], ...]] = field(
         default=_no_parameters, repr=False)
     bases_loader: Callable[[], tuple[BaseClass, ...]] = field(default=_no_bases, repr=False)
+    scope_loader: Callable[[], str] = field(default=str, repr=False)
 
     @cached_property
     def members(self) -> tuple[StructMember, ...]:
@@ -213,6 +214,12 @@ class StructType:
     @cached_property
     def bases(self) -> tuple[BaseClass, ...]:
         return self.bases_loader()
+
+    @cached_property
+    def scope(self) -> str:
+        """A Rust type's namespaces (`alloc::string` of String): whose
+        String it is. Empty for C and C++ (their names carry it)."""
+        return self.scope_loader()
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import field
 
 from gs_cgen.abi import abi
-from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, VoidType, strip,
-                                 type_size)
+from gs_cgen.dwarf.types import (ArrayType, FunctionType, PointerType, StructType, VoidType,
+                                 strip, type_size)
 from gs_cgen.errors import GsError, PlanError, UnsupportedError
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import arith, ir
@@ -29,7 +29,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 ThreadPointer, ValueSlot, VariableArrayCapture, module_cookie)
 from gs_cgen.plan.follows import plan_follows
 from gs_cgen.plan.modules import ModuleSet
-from gs_cgen.printers.rust import pointer_layout
+from gs_cgen.printers.rust import layout_notes, pointer_layout
 from gs_cgen.plan.scope import SiteScope, site_scopes
 from gs_cgen.plan.sites import place_probe, resolve_sites
 from gs_cgen.plan import variables as variable_lists
@@ -270,8 +270,13 @@ class _ProbeBuilder:
         """`raw(x)`: x's bytes shown as its DWARF layout (gdb's print/r)."""
         (argument,) = call.args
         place = self.exprs.place(argument)
+        if isinstance(place, ir.ValuePlace):      # in a register: no string or Box followed
+            return self._add_slot(ScalarCapture(place.value, place.ctype, raw=True), 8, text,
+                                  call.span)
         if not isinstance(place, ir.MemoryPlace):
             capture, size = self._capture(place, ast.FormatKind.DEFAULT, argument)
+            if isinstance(capture, (CompositeCapture, KnownBytesCapture)):
+                capture = dataclasses.replace(capture, raw=True)
             return self._add_slot(capture, size, text, call.span)
         size = min(type_size(place.ctype), object_cap(self.options.transport))
         return self._add_slot(MemoryCapture(place.address, place.ctype, size, raw=True), size,
@@ -319,13 +324,17 @@ class _ProbeBuilder:
         """A value whose std type keeps its data behind pointers (a Rust
         String, Vec, Box...): those reads too (plan/follows.py)."""
         room = object_cap(self.options.transport) - root_size
+        self.notes.extend(f"note: {note}: it prints in its DWARF form (raw)"
+                          for note in layout_notes(ctype))
         follows = plan_follows(ctype, self.options.max_elements, room)
-        if not follows:
+        if not follows and not _is_rust_struct(ctype):
             return None
+        # A Rust value without pointers to chase (a Vec<()>) still carries
+        # --max-elements to the renderer.
         root = (root_size + 7) & ~7
-        last = follows[-1]
-        return DeepCapture(address, ctype, root_size, follows,
-                           root + last.offset + last.reps * last.stride, from_value,
+        size = root + follows[-1].offset + follows[-1].reps * follows[-1].stride \
+            if follows else root_size
+        return DeepCapture(address, ctype, root_size, follows, size, from_value,
                            self.options.max_elements)
 
     def _variable_array(self, place: ir.Place, ctype, expr: ast.Expr) -> tuple[Capture, int]:
@@ -510,3 +519,8 @@ def _layout(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],
 
 def _align(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
+
+
+def _is_rust_struct(ctype) -> bool:
+    base = strip(ctype)
+    return isinstance(base, StructType) and base.language == "rust"

@@ -31,14 +31,33 @@ def follow_key(follow: FollowRead) -> tuple[int | None, int, int, bool]:
 
 
 def plan_follows(ctype, max_elements: int, budget: int) -> tuple[FollowRead, ...]:
+    """The follows of `ctype` within `budget` bytes. Nested collections
+    share the room evenly: each shows at most the largest element count
+    (string length) that lets every level read that many, rather than the
+    outer ones taking it all and leaving their strings a few bytes."""
+    shown = max_elements
+    if _planned(ctype, shown, None).end > budget:
+        low, high = 1, max_elements
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if _planned(ctype, middle, None).end <= budget \
+                else (low, middle - 1)
+        shown = low
+    return tuple(_planned(ctype, shown, budget).follows)
+
+
+def _planned(ctype, max_elements: int, budget: int | None) -> "_Planner":
+    """budget None: what every follow at `max_elements` needs (B-trees
+    their root only: their deeper levels take what room is left)."""
     planner = _Planner(max_elements, budget)
     planner.walk(ctype, None, 0, 1, 0)
-    return tuple(planner.follows)
+    return planner
 
 
 class _Planner:
-    def __init__(self, max_elements: int, budget: int) -> None:
-        self.max_elements, self.left = max_elements, budget
+    def __init__(self, max_elements: int, budget: int | None) -> None:
+        self.sizing = budget is None
+        self.max_elements, self.left = max_elements, (1 << 40) if budget is None else budget
         self.follows: list[FollowRead] = []
         self.strides: list[int] = []       # each follow's element size, as a source
         self.end = 0
@@ -80,6 +99,8 @@ class _Planner:
                     self.walk(member.type, source, offset + member.offset, reps, depth + 1)
 
     def _sequence(self, shape: rust.Layout, source, offset: int, reps: int, depth: int) -> None:
+        if shape.kind is not rust.Kind.TEXT and type_size(shape.element) == 0:
+            return                 # a Vec<()>: no bytes to read, its length says it all
         size = max(type_size(shape.element), 1) if shape.element is not None else 1
         count = self._elements(size, reps)
         if shape.kind is not rust.Kind.TEXT:      # each element may be a source of its own
@@ -98,7 +119,8 @@ class _Planner:
         them, both for the lowest bucket indices that fit (a multiple of 8
         buckets, so the buckets' bytes stay whole at any cap)."""
         size = max(type_size(shape.element), 1)
-        buckets = min(self._elements(size + 1, reps), 2 * self.max_elements,
+        # At least one group of 8 buckets, whatever --max-elements says.
+        buckets = min(self._elements(size + 1, reps, max(2 * self.max_elements, 8)),
                       _MAX_REPS // max(reps, 1))
         buckets -= buckets % 8
         if buckets == 0:
@@ -123,7 +145,7 @@ class _Planner:
         edges = self._add(source, node, tree.edges_offset, offset + tree.height_offset,
                           edge_bytes, 0, edge_bytes, reps, stride=8)
         level_reps = reps
-        for level in range(1, _MAX_TREE_LEVELS):
+        for level in range(1, 1 if self.sizing else _MAX_TREE_LEVELS):
             level_reps *= tree.edges
             last = level == _MAX_TREE_LEVELS - 1
             need = level_reps * (leaf_size + 16 + (0 if last else edge_bytes + 16))
@@ -142,13 +164,14 @@ class _Planner:
         index = self._add(source, offset + shape.pointer_offset, 0, None, 1, size, size, reps)
         self.walk(shape.element, index, 0, reps, depth + 1)
 
-    def _elements(self, size: int, reps: int) -> int:
-        """Elements each rep may read: max_elements, fewer when the budget
-        or the verifier's repetition bound says so."""
+    def _elements(self, size: int, reps: int, most: int | None = None) -> int:
+        """Elements each rep may read: `most` (max_elements), fewer when
+        the budget or the verifier's repetition bound says so."""
         if reps > _MAX_REPS:
             return 0
-        room = self.left // (reps * (size + 16)) if reps and size else 0
-        return max(0, min(self.max_elements, room))
+        # Each rep's sub-slot is a 16-byte header and its elements, 8-aligned.
+        room = (self.left - reps * 24) // (reps * size) if reps and size else 0
+        return max(0, min(self.max_elements if most is None else most, room))
 
     def _add(self, source, pointer_offset: int, add: int, length_offset, scale: int,
              fixed: int, data: int, reps: int, length_add: int = 0,

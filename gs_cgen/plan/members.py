@@ -57,7 +57,10 @@ class MemberPath:
 def lookup_member(struct: StructType, expr: ast.Member) -> MemberPath:
     """The member `expr.field` of `struct`; a PlanError naming candidates
     when there is none, or every candidate when it is ambiguous."""
-    found = find_member(struct, expr.field)
+    field = expr.field
+    if field.isdigit() and struct.language == "rust":
+        field = f"__{int(field)}"            # a tuple's `.0` is DWARF's member `__0`
+    found = find_member(struct, field)
     if not found:
         raise PlanError(f"{type_name(struct)} has no member '{expr.field}'", expr.span,
                         candidates=nearest(expr.field, member_names(struct)))

@@ -123,6 +123,7 @@ class ScalarCapture:
 
     value: Scalar
     ctype: CType
+    raw: bool = False         # `raw(x)`: the DWARF layout, no std printer (gdb's print/r)
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,7 @@ class CompositeCapture:
     ctype: CType
     size: int
     gaps: tuple[tuple[int, int], ...] = ()     # [start, end) bytes optimized out
+    raw: bool = False         # `raw(x)`: the DWARF layout, no std printer (gdb's print/r)
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,7 @@ class KnownBytesCapture:
 
     data: bytes
     ctype: CType
+    raw: bool = False         # `raw(x)`: the DWARF layout, no std printer (gdb's print/r)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from gs_cgen.dwarf.types import (CType, IntType, PointerType, StructMember, StructType, strip,
+from gs_cgen.dwarf.types import (ArrayType, CType, IntType, PointerType, StructMember, StructType, strip,
                                  type_size)
 from gs_cgen.lazydataclass import dataclass
 
@@ -59,6 +59,7 @@ class Layout:
 
 
 _TUPLE_FIELD = re.compile(r"__\d+$")
+_COMPOSITE = frozenset({Kind.PLAIN, Kind.TUPLE, Kind.TUPLE_STRUCT, Kind.UNIT})
 _PLAIN = Layout(Kind.PLAIN)
 
 
@@ -75,7 +76,7 @@ def layout(ctype: CType) -> Layout:
     if _is_fat_pointer(base):
         return _fat_pointer(base, name)
     family = _family(name)
-    recognized = _STD.get(family)
+    recognized = _STD.get(family) if _is_std(base) else None
     if recognized is not None:
         found = recognized(base)
         if found is not None:
@@ -86,6 +87,24 @@ def layout(ctype: CType) -> Layout:
     if all(m.name and _TUPLE_FIELD.match(m.name) for m in members):
         return Layout(Kind.TUPLE if name.startswith("(") else Kind.TUPLE_STRUCT)
     return _PLAIN
+
+
+def layout_notes(ctype: CType, depth: int = 0) -> list[str]:
+    """Why std types inside `ctype` (members, variants, elements) print
+    in their DWARF form: a layout that did not validate."""
+    base = strip(ctype)
+    if isinstance(base, ArrayType):
+        return layout_notes(base.element, depth + 1) if depth < 6 else []
+    if not isinstance(base, StructType) or base.language != "rust" or depth > 6:
+        return []
+    shape = layout(base)
+    if shape.note is not None:
+        return [shape.note]
+    inside = [m.type for m in base.members] if shape.kind in _COMPOSITE else \
+        [shape.element, shape.inner.type if shape.inner else None]
+    if base.variant_part is not None:
+        inside += [v.member.type for v in base.variant_part.variants]
+    return [note for t in inside if t is not None for note in layout_notes(t, depth + 1)]
 
 
 def pointer_layout(ctype: CType) -> Layout | None:
@@ -102,6 +121,15 @@ def display_name(base: StructType) -> str:
     (no generic arguments, no path)."""
     name = base.name or ""
     return name.split("<", 1)[0].rsplit("::", 1)[-1]
+
+
+# The crates whose types the std printers read (hashbrown is std's hash table).
+_STD_CRATES = frozenset({"alloc", "core", "std", "hashbrown"})
+
+
+def _is_std(base: StructType) -> bool:
+    """A standard library type, not a user's `String` or `Vec<T>`."""
+    return base.scope.split("::", 1)[0] in _STD_CRATES
 
 
 def _family(name: str) -> str:
@@ -389,6 +417,26 @@ def _wrapper(label: str | None, path: tuple[str, ...]):
     return recognize
 
 
+def _borrow_guard(base: StructType) -> Layout | None:
+    """Ref<T> / RefMut<T>: `value` (NonNull<T>) -> the T borrowed, which
+    is what `{:?}` shows."""
+    value = base.member("value")
+    pointer = _first_pointer(value.type, value.offset) if value is not None else None
+    target = _nonnull_target(value.type) if value is not None else None
+    if pointer is None or target is None:
+        return None
+    return Layout(Kind.POINTEE, pointer, element=target)
+
+
+def _nonnull_target(ctype: CType, depth: int = 0) -> CType | None:
+    base = strip(ctype)
+    if isinstance(base, PointerType):
+        return base.target
+    if not isinstance(base, StructType) or len(base.members) != 1 or depth > 6:
+        return None
+    return _nonnull_target(base.members[0].type, depth + 1)
+
+
 def _first_pointer(ctype: CType, offset: int, depth: int = 0) -> int | None:
     """The offset of the first pointer inside a chain of one-pointer
     wrappers (Unique { pointer: NonNull { pointer: *const T } })."""
@@ -432,6 +480,8 @@ _STD = {
     "Arc": _shared("data"),
     "Cell": _wrapper("Cell", ("value", "value")),
     "RefCell": _wrapper("RefCell", ("value", "value")),
+    "Ref": _borrow_guard,
+    "RefMut": _borrow_guard,
     "NonZero": _nonzero,
     "VecDeque": _ring,
     "HashMap": _hash_table(Kind.MAP),

@@ -134,10 +134,14 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         gone = ValueStatus.OPTIMIZED_OUT if capture.optimized_out else ValueStatus.UNAVAILABLE
         return values.error_value(gone, None, capture.reason, capture.ctype)
     if isinstance(capture, KnownBytesCapture):
+        if capture.raw:
+            return values.decode_raw(capture.ctype, capture.data)
         return values.decode_object(capture.ctype, capture.data)
     if status is not ValueStatus.OK:
         return values.error_value(status, address, None, slot.ctype)
     match capture:
+        case ScalarCapture(ctype=ctype, raw=True) if not arith.is_integer(ctype):
+            return values.decode_raw(ctype, data[:min(type_size(ctype), 8)])
         case ScalarCapture(ctype=ctype):
             return scalar_value(ctype, int.from_bytes(data[:8], "little"))
         case MemoryCapture(ctype=ctype, size=size, raw=True):
@@ -147,6 +151,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
         case DeepCapture(ctype=ctype):
             from gs_cgen.render.rust import decode_rust  # noqa: PLC0415
             return decode_rust(ctype, data, address, capture)
+        case CompositeCapture(ctype=ctype, size=size, gaps=gaps, raw=True):
+            return values.decode_raw(ctype, data[:size], gaps)
         case CompositeCapture(ctype=ctype, size=size, gaps=gaps):
             return values.decode_object(ctype, data[:size], size < type_size(ctype), gaps=gaps)
         case StringCapture(ctype=ctype, cap=cap):

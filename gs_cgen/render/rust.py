@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from gs_cgen.dwarf.types import ArrayType, StructType, strip, type_size
+from gs_cgen.dwarf.types import ArrayType, StructType, Variant, strip, type_size
 from gs_cgen.plan.follows import follow_key
 from gs_cgen.plan.model import DeepCapture
 from gs_cgen.printers import rust
@@ -85,22 +85,9 @@ class _Decoder:
         return StructValue(ctype, fields, name=name)
 
     def _enum(self, ctype, base: StructType, element, offset, source, index, depth) -> Value:
-        part = base.variant_part
-        chosen = None
-        if part.discriminant is None:
-            chosen = part.variants[0] if len(part.variants) == 1 else None
-        else:
-            where = offset + part.discriminant.offset
-            raw = values.decode_object(part.discriminant.type,
-                                       element[where:where + type_size(part.discriminant.type)])
-            number = getattr(raw, "number", None)
-            if number is None:
-                return raw
-            chosen = next((v for v in part.variants if v.discr_value == number), None) or \
-                next((v for v in part.variants if v.discr_value is None), None)
-            if chosen is None:
-                return ErrorValue(ValueStatus.UNAVAILABLE, None,
-                                  f"no variant of {base.name} has discriminant {number}", ctype)
+        chosen = values.active_variant(base, element[offset:offset + type_size(base)])
+        if not isinstance(chosen, Variant):
+            return chosen
         member = chosen.member
         payload_type = strip(member.type)
         if not isinstance(payload_type, StructType):
@@ -127,19 +114,22 @@ class _Decoder:
     def _sequence(self, ctype, shape, element, offset, source, index, depth) -> Value:
         length_at = offset + shape.length_offset
         count = int.from_bytes(element[length_at:length_at + 8], "little")
-        found = self._followed(source, offset + shape.pointer_offset, index)
+        if shape.kind is not rust.Kind.TEXT and type_size(shape.element) == 0:
+            return self._zero_sized(ctype, shape, element, offset, count)
+        found = self._followed(source, offset + shape.pointer_offset, index,
+                               add=shape.value_offset)
         if found is None:
             return self._raw(ctype, element, offset)
         follow_index, follow, status, _, address, body = found
         if count == 0:
-            return StringValue(ctype, b"") if shape.kind is rust.Kind.TEXT else \
+            return StringValue(ctype, b"", rust=True) if shape.kind is rust.Kind.TEXT else \
                 ArrayValue(ctype, ())
         if status is not ValueStatus.OK:
             return ErrorValue(status, address, None, ctype)
         limit = self.max_shown(follow)
         if shape.kind is rust.Kind.TEXT:
             shown = body[:min(count, limit)]
-            return StringValue(ctype, shown, count > len(shown), address)
+            return StringValue(ctype, shown, count > len(shown), address, rust=True)
         size = max(type_size(shape.element), 1)
         per_rep = follow.cap // size
         slots = list(range(min(count, len(body) // size, limit)))
@@ -156,6 +146,16 @@ class _Decoder:
         items = tuple(self.value(shape.element, body[i * size:(i + 1) * size], 0, follow_index,
                                  index * per_rep + i, depth + 1) for i in slots)
         return ArrayValue(ctype, items, more=total - len(items))
+
+    def _zero_sized(self, ctype, shape, element, offset, count: int) -> Value:
+        """A Vec<()> or VecDeque<()>: as many elements as its length, none
+        of them in memory."""
+        if shape.kind is rust.Kind.RING:
+            at = offset + shape.count_offset
+            count = int.from_bytes(element[at:at + 8], "little")
+        unit = values.decode_object(shape.element, b"")
+        shown = min(count, self.max_shown(None))
+        return ArrayValue(ctype, (unit,) * shown, more=count - shown)
 
     def _table(self, ctype, shape, element, offset, source, index, depth) -> Value:
         """The full buckets of a hashbrown table in bucket order, as Rust's
@@ -244,6 +244,8 @@ class _Decoder:
         return self.capture.max_elements if self.capture is not None else 1 << 30
 
     def _pointee(self, ctype, shape, element, offset, source, index, depth) -> Value:
+        if type_size(shape.element) == 0:      # a Ref<()>: nothing behind the pointer to read
+            return self.value(shape.element, b"", 0, source, index, depth + 1)
         found = self._followed(source, offset + shape.pointer_offset, index)
         if found is None:
             return self._raw(ctype, element, offset)

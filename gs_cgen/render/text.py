@@ -180,6 +180,8 @@ def value_json(value: Value) -> object:
             return [value_json(key) for key in entries]
         case MapValue(entries=entries):
             return [{"key": value_json(k), "value": value_json(v)} for k, v in entries]
+        case UnitValue(name="()"):
+            return []                            # the empty tuple, as tuples are arrays
         case UnitValue(name=name):
             return name
         case VariantValue(variant=variant, payload=payload):
@@ -251,6 +253,27 @@ def escape_bytes(data: bytes, quoted: bool) -> str:
     return "".join(out)
 
 
+_RUST_ESCAPES = {"\0": "\\0", "\t": "\\t", "\r": "\\r", "\n": "\\n", "\\": "\\\\",
+                 '"': '\\"'}
+
+
+def rust_escape(data: bytes) -> str:
+    """A Rust string's text as `{:?}` quotes it: `\\0 \\t \\n \\r \\\\ \\"`,
+    other unprintable characters as `\\u{1b}`, bytes that are not UTF-8
+    (an OsString's) as `\\xFF`."""
+    out = []
+    for char in data.decode("utf-8", "surrogateescape"):
+        if char in _RUST_ESCAPES:
+            out.append(_RUST_ESCAPES[char])
+        elif "\udc80" <= char <= "\udcff":
+            out.append(f"\\x{ord(char) - 0xDC00:02X}")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(f"\\u{{{ord(char):x}}}")
+    return "".join(out)
+
+
 def _struct_text(value: StructValue, kind: FormatKind) -> str:
     fields = [f"{name}: {format_value(field, kind)}" for name, field in value.fields]
     body = _join(fields, value.truncated)
@@ -269,7 +292,8 @@ def _join(parts: list[str], truncated: bool) -> str:
 def _string_text(value: StringValue, kind: FormatKind) -> str:
     match kind:
         case FormatKind.DEFAULT:
-            text = '"' + escape_bytes(value.data, quoted=True) + '"'
+            escaped = rust_escape(value.data) if value.rust else escape_bytes(value.data, True)
+            text = '"' + escaped + '"'
             return text + TRUNCATED if value.truncated else text    # `"aaaa"... <truncated>`
         case FormatKind.POINTER:
             if value.address is None:

@@ -16,7 +16,7 @@ from enum import Enum
 
 from gs_cgen.dwarf.types import (ArrayType, BaseClass, BoolType, ComplexType, CType, EnumType,
                                  FloatFormat, FloatType, IntType, PointerType, QualifiedType,
-                                 StructMember, StructType, TypedefType, VectorType, strip,
+                                 StructMember, StructType, TypedefType, Variant, VectorType, strip,
                                  type_name, type_size)
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.render import floats
@@ -84,12 +84,14 @@ class PointerValue:
 
 @dataclass(frozen=True)
 class StringValue:
-    """A `char[N]` or a followed `char *`: the bytes before the first NUL."""
+    """A `char[N]` or a followed `char *`: the bytes before the first NUL;
+    or a Rust string (`rust`): UTF-8 of a known length, NULs included."""
 
     ctype: CType
     data: bytes
     truncated: bool = False          # the cap was hit before a NUL
     address: int | None = None       # where the text lives, for `{:p}`
+    rust: bool = False               # quoted with Rust's `{:?}` escapes
 
 
 @dataclass(frozen=True)
@@ -195,15 +197,68 @@ def decode_object(ctype: CType, data: bytes, truncated: bool = False, *,
     return _decode(ctype, data, cut, address, 0, gaps)
 
 
-def decode_raw(ctype: CType, data: bytes) -> Value:
+def decode_raw(ctype: CType, data: bytes, gaps: Gaps = ()) -> Value:
     """A Rust or C++ object as its DWARF layout (gdb's `print/r`), without
-    the std printers."""
+    the std printers; scalars overlapping `gaps` are `<OPTIMIZED_OUT>` (an
+    object in pieces)."""
     base = strip(ctype)
+    if isinstance(base, ArrayType) and base.count and isinstance(strip(base.element), StructType):
+        step = type_size(base.element)
+        return ArrayValue(ctype, tuple(
+            decode_raw(base.element, data[i * step:(i + 1) * step], _within(gaps, i * step, step))
+            for i in range(base.count) if (i + 1) * step <= len(data)))
     if not isinstance(base, StructType):
-        return _decode(ctype, data, False, None, 0)
-    fields = tuple((m.name or "?", decode_raw(m.type, data[m.offset:m.offset + type_size(m.type)]))
+        return _decode(ctype, data, False, None, 0, gaps)
+    if base.variant_part is not None:
+        return _raw_variant(ctype, base, data, gaps)
+    fields = tuple((m.name or "?", decode_raw(m.type, data[m.offset:m.offset + type_size(m.type)],
+                                              _within(gaps, m.offset, type_size(m.type))))
                    for m in base.members if m.offset + type_size(m.type) <= len(data))
     return StructValue(ctype, fields, name=base.name)
+
+
+def _raw_variant(ctype: CType, base: StructType, data: bytes, gaps: Gaps) -> Value:
+    """A Rust enum's layout: its fields are in its variant part, not its
+    members; the active variant's, as gdb's print/r shows it (`Some(11)`
+    as the variant `Some` with its member `__0`)."""
+    chosen = active_variant(base, data, gaps)
+    if not isinstance(chosen, Variant):
+        return chosen
+    member = chosen.member
+    size = type_size(member.type)
+    payload = decode_raw(member.type, data[member.offset:member.offset + size],
+                         _within(gaps, member.offset, size))
+    if isinstance(payload, StructValue):        # named after the variant; `None`, not `None {}`
+        payload = StructValue(member.type, payload.fields, name=member.name) if payload.fields \
+            else UnitValue(member.type, member.name or "?")
+    return VariantValue(ctype, member.name or "?", payload)
+
+
+def active_variant(base: StructType, data: bytes, gaps: Gaps = ()) -> Variant | Value:
+    """The variant of a Rust enum (DW_TAG_variant_part) that `data` holds:
+    the one whose discriminant value the discriminant member has, else the
+    default one (a niche layout's dataful variant); an error value when
+    the discriminant cannot be read (optimized out: in `gaps`) or names
+    no variant."""
+    part = base.variant_part
+    if part.discriminant is None:
+        if len(part.variants) == 1:
+            return part.variants[0]
+        return ErrorValue(ValueStatus.UNAVAILABLE, None,
+                          f"{base.name} has variants but no discriminant", base)
+    where = part.discriminant.offset
+    size = type_size(part.discriminant.type)
+    discriminant = decode_object(part.discriminant.type, data[where:where + size],
+                                 gaps=_within(gaps, where, size))
+    number = getattr(discriminant, "number", None)
+    if number is None:
+        return discriminant
+    chosen = next((v for v in part.variants if v.discr_value == number), None) or \
+        next((v for v in part.variants if v.discr_value is None), None)
+    if chosen is None:
+        return ErrorValue(ValueStatus.UNAVAILABLE, None,
+                          f"no variant of {base.name} has discriminant {number}", base)
+    return chosen
 
 
 def _within(gaps: Gaps, start: int, size: int) -> Gaps:
@@ -273,6 +328,8 @@ def _scalar(ctype: CType, base: CType, data: bytes) -> Value:
     match base:
         case BoolType():
             return BoolValue(ctype, any(raw))     # C: any non-zero byte is true
+        case IntType(size=0, name=name):          # Rust's unit type `()`
+            return UnitValue(ctype, name)
         case IntType(signed=signed):
             return IntValue(ctype, int.from_bytes(raw, "little", signed=signed))
         case EnumType(signed=signed):

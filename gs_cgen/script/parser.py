@@ -329,6 +329,12 @@ class _ToAst(Transformer):
 
     def member(self, meta, children):
         base, field = children
+        if field.type == "INT" and (isinstance(base, ast.IntLiteral) or not str(field).isdigit()):
+            # `1.5` lexes as 1 . 5; `t.0x1` is no tuple field
+            raise ScriptError("floating-point literals are not supported" if
+                              isinstance(base, ast.IntLiteral) else
+                              f"'{field}' is not a tuple field (write .0, .1, ...)",
+                              _meta_span(meta))
         return ast.Member(base, str(field), _meta_span(meta))
 
     def index(self, meta, children):

@@ -174,8 +174,17 @@ def _frames_of(physical: PhysicalFrame, found: ModuleAt | None, innermost: bool,
 
 def mapping_bias(module, start: int, file_offset: int) -> int | None:
     """run-time address - module vaddr for a mapping of `module`'s file at
-    `start` from `file_offset` (the PT_LOAD segment holding that offset)."""
-    for segment in module.segments:
-        if segment.offset <= file_offset < segment.offset + max(segment.filesz, 1):
-            return start - (file_offset - segment.offset + segment.vaddr)
+    `start` from `file_offset` (the PT_LOAD segment holding that offset).
+    The kernel maps a segment from its offset rounded down to a page, so
+    a mapping's offset may also lie inside the segment before it (lld puts
+    code in the page where read-only data ends): the segment that starts
+    in the mapping's first page is the one mapped."""
+    holding = [seg for seg in module.segments
+               if seg.offset - seg.offset % _PAGE <= file_offset < seg.offset + max(seg.filesz, 1)]
+    mapped = [seg for seg in holding if seg.offset - seg.offset % _PAGE == file_offset]
+    for segment in mapped or holding:
+        return start - (file_offset - segment.offset + segment.vaddr)
     return None
+
+
+_PAGE = 4096

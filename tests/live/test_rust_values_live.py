@@ -5,6 +5,7 @@ the same functions, value by value, at -C opt-level=0 and 2
 turns its text into `{:?}`'s, which gs-cgen prints, and nothing else."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -98,3 +99,38 @@ def test_rust_values_are_rust_gdbs(opt_level, tmp_path_factory):
         assert got == want, (function, expr, gdb_text, result.stdout)
         compared += 1
     assert compared >= (15 if opt_level == "0" else 4), (expected, result.stdout)
+
+
+@pytest.mark.parametrize("opt_level", ["0", "2"])
+def test_rust_values_are_what_debug_formatting_prints(opt_level, tmp_path_factory):
+    """Values rust-gdb has no printer for (Ref, RefMut, `()`, Vec<()>, a
+    string's escapes, an OsString that is not UTF-8, tuple fields, a
+    static by its bare name) and hash tables in Rust's own iteration
+    order, against the `{:?}` text the fixture writes of the same values
+    (the process writes it at its first round, the probe reads a later
+    one: the values are the same, the maps the same objects)."""
+    out = tmp_path_factory.mktemp("rust-debug")
+    binary = rust_toolchain.build("values.rs", out, opt_level)
+    forms_path = out / f"forms-{opt_level}.txt"
+    probe = "trace values::debug_forms { " + \
+        " ".join(f"print {e};" for e in _DEBUG_FORMS) + " }"
+    env = {**os.environ, "GS_DEBUG_FORMS": str(forms_path)}
+    proc = subprocess.Popen([binary], stdout=subprocess.DEVNULL, env=env)
+    try:
+        result = gs_cgen("trace", "-p", str(proc.pid), "-s", probe, "--max-events",
+                         str(len(_DEBUG_FORMS)), timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert result.returncode == 0, result.stderr
+    rust_says = dict(line.split("\t", 1) for line in forms_path.read_text().splitlines())
+    ours = dict(line.split(" = ", 1) for line in result.stdout.splitlines() if " = " in line)
+    # rust-gdb reads neither `unit` nor `esc`'s pointer at -O2 (optimized out)
+    compared = [e for e in _DEBUG_FORMS if "<OPTIMIZED_OUT>" not in ours.get(e, "")]
+    for expr in compared:
+        assert ours[expr] == rust_says[expr], (expr, result.stdout)
+    assert len(compared) >= (len(_DEBUG_FORMS) if opt_level == "0" else 3), result.stdout
+
+
+_DEBUG_FORMS = ["unit", "*zv", "rcs", "*r", "*rm", "pair.0", "pair.1", "*pair", "esc", "*os",
+                "*ur", "GREETING", "*hm", "*hs"]

@@ -70,3 +70,15 @@ def test_events_goal_needs_exact_accounting():
 def test_table_is_markdown():
     assert table(["a", "b"], [["1", "2"]]).splitlines() == ["| a | b |", "| --- | --- |",
                                                              "| 1 | 2 |"]
+
+
+def test_std_value_goal_pairs_the_vec_with_the_c_array():
+    from bench import values
+    rows = {"C array": {"gs-cgen": HitRow("gs-cgen", [1.0, 2.0]),
+                        "BCC empty program": HitRow("BCC empty program", [0.5, 1.0])},
+            "Rust Vec": {"gs-cgen": HitRow("gs-cgen", [1.4, 2.8])}}
+    row = Report(quick=True, values=rows).summary().splitlines()[-1]
+    assert "(1.40× the C array)" in row and row.endswith("| yes |")
+    for source in ("values_target.c", "values_target.rs"):      # the nop each probe sits on
+        line = values.probe_line(f"{values.HERE}/{source}")
+        assert "nop" in open(f"{values.HERE}/{source}").read().splitlines()[line - 1]

@@ -139,3 +139,41 @@ def test_gdb_uninitialized_is_no_value():
     assert verdict(from_gdb(uninit), from_tracer(unavailable("not initialized"), uninit))[0] == \
         BOTH_UNAVAILABLE
     assert verdict(from_gdb(uninit), from_tracer(ok(5), uninit))[0] == TRACER_ONLY
+
+
+SOME_11 = {"k": "variant", "name": "Some",
+           "payload": {"k": "struct", "fields": [["__0", {"k": "int", "v": 11}]]}}
+NONE = {"k": "variant", "name": "None", "payload": {"k": "struct", "fields": []}}
+
+
+def test_rust_enums_compare_by_variant_and_members():
+    assert from_gdb(SOME_11) == {"variant": "Some", "fields": {"__0": 11}}
+    same = from_tracer(ok({"variant": "Some", "fields": {"__0": 11}}), SOME_11)
+    assert verdict(from_gdb(SOME_11), same) == (MATCH, [])
+    other = from_tracer(ok({"variant": "None", "fields": []}), SOME_11)
+    assert verdict(from_gdb(SOME_11), other)[0] == MISMATCH
+    # a variant without members is still a value gdb reads: its name
+    none = from_tracer(ok({"variant": "None", "fields": []}), NONE)
+    assert verdict(from_gdb(NONE), none) == (MATCH, [])
+    assert verdict(from_gdb(NONE), None)[0] == TRACER_UNAVAILABLE
+
+
+def test_a_member_of_another_shape_is_a_mismatch_not_a_missing_value():
+    # gs-cgen's semantic form (a tuple as an array) where gdb has the layout
+    semantic = from_tracer(ok({"variant": "Some", "fields": [11]}), SOME_11)
+    assert verdict(from_gdb(SOME_11), semantic) == (MISMATCH, [".fields"])
+
+
+def test_rust_enumerators_are_named_by_their_last_path_component():
+    level = {"k": "enum", "v": 9, "name": "values::Level::High"}
+    assert verdict(from_gdb(level), from_tracer(ok("High"), level)) == (MATCH, [])
+
+
+def test_an_aggregate_gdb_has_no_leaf_of_is_not_read():
+    # a Rust String optimized out but for its zero-sized markers ({}), and
+    # gs-cgen's <OPTIMIZED_OUT>: neither has it
+    string = {"k": "struct", "fields": [["ptr", {"k": "optout"}],
+                                        ["_marker", {"k": "struct", "fields": []}]]}
+    assert verdict(from_gdb(string), None) == (BOTH_UNAVAILABLE, [])
+    assert verdict(from_gdb(string), from_tracer(ok({"ptr": 5, "_marker": {}}), string))[0] \
+        == TRACER_ONLY
