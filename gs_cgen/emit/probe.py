@@ -6,14 +6,16 @@ does before it knows nothing will be sent (issue #10). So a probe with
 
   decide  read only what the conditions need (registers, and the header,
           load offsets or TLS blocks only when a condition reads them),
-          evaluate every condition once, and note in local bitmap words
-          which lines will be rendered and which conditions failed (with
-          their status and address); nothing marked: return at once, with
-          no ktime, pid/tid or namespace lookup, no per-CPU scratch and no
-          ring reservation;
-  build   start the event, fill its header, store the bitmap and the
-          ExprError slots of failed conditions, and fill the value slots
-          of the lines marked, in script order; submit.
+          evaluate every condition once, and note which lines will be
+          rendered and which conditions failed (with their status and
+          address): in locals for one condition, in the decision map
+          (gs_abi.h struct gs_decision) for several, so that the verifier
+          meets one state after each `if` (_decision_place); nothing
+          marked: return at once, with no ktime, pid/tid or namespace
+          lookup, no per-CPU scratch and no ring reservation;
+  build   start the event, fill its header, copy the bitmap and the
+          ExprError slots of failed conditions in, and fill the value
+          slots of the lines marked, in script order; submit.
 
 A probe without conditions always sends, so it only builds. Conditions
 that compare target bytes (strncmp, memcmp, ==) need the work area after
@@ -28,7 +30,7 @@ from gs_cgen.emit import c
 from gs_cgen.emit.aggregations import emit_aggregate
 from gs_cgen.emit.follows import emit_follows
 from gs_cgen.emit.scalar import emit_scalar
-from gs_cgen.emit.writer import CWriter
+from gs_cgen.emit.writer import CWriter, DecisionPlace
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
@@ -143,20 +145,11 @@ def emit_record_fill(probe: ProbePlan, function: str, records: str) -> str:
 def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     functions = _event_functions(probe)
     condition_nodes = _condition_nodes(probe)
-    w.decide_in_event = _decides_in_event(probe, condition_nodes)
-    early_event = w.decide_in_event or _uses_work_area(condition_nodes)
+    w.decision = _decision_place(probe)
+    early_event = w.decision is DecisionPlace.EVENT or _uses_work_area(condition_nodes)
     if early_event:
         _start_event(w, probe, functions.begin)
-    if w.decide_in_event:
-        w.line(f"__u64 *gs_lines = (__u64 *)(ev + {probe.bitmap_offset});")
-        for word in range(probe.bitmap_words):
-            w.line(f"{_lines_word(w, word)} = 0;")
-    else:
-        for word in range(probe.bitmap_words):
-            w.line(f"__u64 {_lines_word(w, word)} = 0;")
-        for step in _conditions(probe):
-            w.line(f"__u8 {_error_status(step)} = 0;")
-            w.line(f"__u64 {_error_address(step)} = 0;")
+    _start_decision(w, probe)
     header = _header_needed(probe, condition_nodes)
     if header:
         w.line("struct gs_event_hdr gs_hdr = {};")
@@ -175,27 +168,69 @@ def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     w.line(f"    return {functions.drop + '(ev)' if early_event else '0'};")
     w.line(c.comment("build: this event is sent"))
     _build(w, probe, started=early_event, header=header, decided=decided)
-    if not w.decide_in_event:
-        for word in range(probe.bitmap_words):
-            w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = "
-                   f"{_lines_word(w, word)};")
-        for step in _conditions(probe):
-            slot = probe.slots[step.error_slot]
-            with w.block(f"if ({_line_test(w, step.error_bit)})"):
-                w.line(f"gs_fail_value(ev, {slot.offset}, {_error_status(step)}, "
-                       f"{_error_address(step)});")
+    if w.decision is not DecisionPlace.EVENT:
+        _copy_decision(w, probe)
     _fill_values(w, probe, probe.steps, guarded=False)
 
 
-def _decides_in_event(probe: ProbePlan, condition_nodes) -> bool:
+def decides_in_map(probe: ProbePlan) -> bool:
+    """Whether the probe's program needs the decision map (gs_abi.h)."""
+    return bool(probe.lines) and _decision_place(probe) is DecisionPlace.MAP
+
+
+def _decision_place(probe: ProbePlan) -> DecisionPlace:
     """Where the decision is noted: in locals while one condition is
-    evaluated (nothing is taken before the probe knows it sends), else in
-    the event itself, its bitmap and the ExprError slots of failed
-    conditions. With locals, each path through N `if`s holds its own
-    constants, and testing them later makes the verifier keep the paths
-    apart: 2^N of them, E2BIG past ~8 `if`s. Map memory is opaque to it,
-    so after each `if` the paths meet in one state: linear in the script."""
-    return len(_conditions(probe)) > 1
+    evaluated, else in map memory. With locals, each path through N `if`s
+    holds its own constants, and testing them later makes the verifier keep
+    the paths apart: 2^N of them, E2BIG past ~8 `if`s. Map memory is opaque
+    to it, so after each `if` the paths meet in one state: linear in the
+    script. The decision map has room for GS_DECISION_WORDS bitmap words
+    and GS_DECISION_CONDITIONS conditions; a larger probe notes its
+    decision in its event, which it then takes before deciding."""
+    conditions = len(_conditions(probe))
+    if conditions <= 1:
+        return DecisionPlace.LOCALS
+    limits = abi().constants
+    if probe.bitmap_words > limits["GS_DECISION_WORDS"] or \
+            conditions > limits["GS_DECISION_CONDITIONS"]:
+        return DecisionPlace.EVENT
+    return DecisionPlace.MAP
+
+
+def _start_decision(w: CWriter, probe: ProbePlan) -> None:
+    """Where the decision goes, with no line marked yet."""
+    match w.decision:
+        case DecisionPlace.MAP:
+            # volatile: every mark is a store to the map value, never a
+            # register clang carries across an `if` (which would be a
+            # constant per path again).
+            w.line(f"volatile struct gs_decision *gs_dec = gs_begin_decision({w.probe_id});")
+            w.line("if (!gs_dec)")
+            w.line("    return 0;")
+            for word in range(probe.bitmap_words):
+                w.line(f"{_lines_word(w, word)} = 0;")
+        case DecisionPlace.EVENT:
+            w.line(f"__u64 *gs_lines = (__u64 *)(ev + {probe.bitmap_offset});")
+            for word in range(probe.bitmap_words):
+                w.line(f"{_lines_word(w, word)} = 0;")
+        case DecisionPlace.LOCALS:
+            for word in range(probe.bitmap_words):
+                w.line(f"__u64 {_lines_word(w, word)} = 0;")
+            for step in _conditions(probe):
+                w.line(f"__u8 {_error_status(w, probe, step)} = 0;")
+                w.line(f"__u64 {_error_address(w, probe, step)} = 0;")
+
+
+def _copy_decision(w: CWriter, probe: ProbePlan) -> None:
+    """The event gets the bitmap and each failed condition's ExprError."""
+    for word in range(probe.bitmap_words):
+        w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = "
+               f"{_lines_word(w, word)};")
+    for step in _conditions(probe):
+        slot = probe.slots[step.error_slot]
+        with w.block(f"if ({_line_test(w, step.error_bit)})"):
+            w.line(f"gs_fail_value(ev, {slot.offset}, {_error_status(w, probe, step)}, "
+                   f"{_error_address(w, probe, step)});")
 
 
 def _build(w: CWriter, probe: ProbePlan, started: bool, header: str = "",
@@ -297,11 +332,11 @@ def _decide_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
             w.line(f"goto {done};")
         w.label(fail)
         w.line(f"{failed} = 1;")
-        if w.decide_in_event:
+        if w.decision is DecisionPlace.EVENT:
             w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
         else:
-            w.line(f"{_error_status(step)} = gs_st;")
-            w.line(f"{_error_address(step)} = gs_fa;")
+            w.line(f"{_error_status(w, probe, step)} = gs_st;")
+            w.line(f"{_error_address(w, probe, step)} = gs_fa;")
         w.line(f"{_mark(w, step.error_bit)};")
         w.label(done)
         with w.block(f"if (!{failed} && {cond})"):
@@ -486,7 +521,12 @@ def _align(value: int, alignment: int) -> int:
 
 
 def _lines_word(w: CWriter, word: int) -> str:
-    return f"gs_lines[{word}]" if w.decide_in_event else f"gs_lines{word}"
+    match w.decision:
+        case DecisionPlace.MAP:
+            return f"gs_dec->lines[{word}]"
+        case DecisionPlace.EVENT:
+            return f"gs_lines[{word}]"
+    return f"gs_lines{word}"
 
 
 def _mark(w: CWriter, bit: int) -> str:
@@ -497,9 +537,19 @@ def _line_test(w: CWriter, bit: int) -> str:
     return f"{_lines_word(w, bit // 64)} & {c.u64_literal(1 << (bit % 64))}"
 
 
-def _error_status(step: IfStep) -> str:
+def _error_status(w: CWriter, probe: ProbePlan, step: IfStep) -> str:
+    if w.decision is DecisionPlace.MAP:
+        return f"gs_dec->failed_status[{_condition_index(probe, step)}]"
     return f"gs_es{step.error_slot}"
 
 
-def _error_address(step: IfStep) -> str:
+def _error_address(w: CWriter, probe: ProbePlan, step: IfStep) -> str:
+    if w.decision is DecisionPlace.MAP:
+        return f"gs_dec->failed_address[{_condition_index(probe, step)}]"
     return f"gs_ea{step.error_slot}"
+
+
+def _condition_index(probe: ProbePlan, step: IfStep) -> int:
+    """k of gs_decision's failed_status[k]: the condition's place in
+    script order (its error slot is unique to it)."""
+    return [other.error_slot for other in _conditions(probe)].index(step.error_slot)

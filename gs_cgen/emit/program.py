@@ -9,7 +9,7 @@ from string import Template
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
 from gs_cgen.emit.aggregations import emit_aggregation_maps
-from gs_cgen.emit.probe import emit_probe
+from gs_cgen.emit.probe import decides_in_map, emit_probe
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import EventTransport, Plan
 
@@ -50,6 +50,31 @@ gs_module_tls(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
         gs_want_offsets(ctx, key.pid);
     return tls;
 }
+"""
+# Where a probe with several `if`s decides (gs_abi.h struct gs_decision).
+# A hit that finds no room (task storage could not be allocated) is
+# counted lost: it may have had an event to send.
+_DECISION_SECTION = """
+#if ${sleepable}
+BPF_TASK_STORAGE(${decisions}, struct gs_decision);
+
+static __always_inline volatile struct gs_decision *gs_begin_decision(__u32 probe_id)
+{
+    struct gs_decision *decision = ${decisions}.task_storage_get(
+        bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!decision)
+        gs_count_output(probe_id, 1);
+    return decision;
+}
+#else
+BPF_PERCPU_ARRAY(${decisions}, struct gs_decision, 1);
+
+static __always_inline volatile struct gs_decision *gs_begin_decision(__u32 probe_id)
+{
+    __u32 zero = 0;
+    return ${decisions}.lookup(&zero);
+}
+#endif
 """
 # A sleepable build makes the ring reservation every probe's way.
 _RING_BY_DEFAULT = """
@@ -92,6 +117,9 @@ def emit(plan: Plan) -> EmittedProgram:
     functions, texts = _probe_functions(plan)
     parts = [_banner(plan, functions), _includes(plan),
              _layout_asserts(_asserted_structs(plan)), _runtime_section(plan)]
+    if any(decides_in_map(probe) for probe in plan.probes):
+        parts.append(Template(_DECISION_SECTION).substitute(
+            sleepable=c.SLEEPABLE_MACRO, decisions=abi().map_names["GS_MAP_DECISIONS"]))
     if plan.aggregations:
         parts.append(emit_aggregation_maps(plan))
     parts.extend(texts)

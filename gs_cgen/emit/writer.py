@@ -3,9 +3,18 @@ callers get the text back, nothing is written to files."""
 from __future__ import annotations
 
 import contextlib
+import enum
 from dataclasses import field
 
 from gs_cgen.lazydataclass import dataclass
+
+
+class DecisionPlace(enum.Enum):
+    """Where a probe's decide phase notes its lines and failed conditions
+    (emit/probe.py _decision_place)."""
+    LOCALS = "locals"
+    MAP = "map"          # the gs_decision map value (gs_abi.h)
+    EVENT = "event"      # the event's own bitmap and ExprError slots
 
 
 @dataclass
@@ -19,9 +28,7 @@ class CWriter:
     # The probe's id as C: a literal, or the attach cookie of a program
     # that several sites share.
     probe_id: str = "0"
-    # The decide phase notes lines in the event's bitmap (emit/probe.py
-    # _decides_in_event), not in locals.
-    decide_in_event: bool = False
+    decision: DecisionPlace = DecisionPlace.LOCALS
 
     def line(self, code: str) -> None:
         self.lines.append("    " * self.depth + code)
