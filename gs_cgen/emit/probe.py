@@ -38,6 +38,7 @@ from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scala
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
                                 ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot,
                                 VariableArrayCapture)
+from gs_cgen.source import SourceSpan
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,32 @@ def drop_function(probe: ProbePlan) -> str:
     return _event_functions(probe).drop
 
 
+@dataclass(frozen=True)
+class StatementLines:
+    """Lines `first`..`last` (1-based, inclusive) of a C text were
+    generated for the script construct at `span`."""
+    first: int
+    last: int
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class ProbeCode:
+    text: str
+    # innermost first; lines counted from the function's first line
+    statements: tuple[StatementLines, ...] = ()
+
+
 def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = "",
                finish: tuple[str, ...] = (), id_from_cookie: bool = False) -> str:
-    """One BPF function for one probe site. A return probe's pair
+    """One BPF function for one probe site (emit_probe_code's text)."""
+    return emit_probe_code(probe, function, parameters, finish, id_from_cookie).text
+
+
+def emit_probe_code(probe: ProbePlan, function: str | None = None, parameters: str = "",
+                    finish: tuple[str, ...] = (), id_from_cookie: bool = False) -> ProbeCode:
+    """One BPF function for one probe site, and which of its lines each
+    script statement produced. A return probe's pair
     (emit/retprobe.py) names its functions, gives the return body the
     entry record (`parameters`) and ends the entry probe with a store
     instead of a submit (`finish`). `id_from_cookie`: the function is
@@ -102,10 +126,13 @@ def _prologue(probe: ProbePlan, id_from_cookie: bool = False) -> CWriter:
 
 
 def _function(probe: ProbePlan, w: CWriter, function: str | None = None,
-              parameters: str = "") -> str:
+              parameters: str = "") -> ProbeCode:
     name = function or f"int {c.probe_function_name(probe.site.probe_id)}"
     header = f"{name}(struct pt_regs *ctx{parameters})\n{{"
-    return "\n".join([header, w.text(), "}", ""])
+    # w.lines[0] is the function's third line, after its name and "{".
+    statements = tuple(StatementLines(first + 3, end + 2, span)
+                       for first, end, span in w.spans if end > first)
+    return ProbeCode("\n".join([header, w.text(), "}", ""]), statements)
 
 
 def _decide_only(w: CWriter, probe: ProbePlan) -> None:
@@ -322,7 +349,7 @@ def _decide_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
     slot = probe.slots[step.error_slot]
     cond, failed = f"gs_c{slot.index}", f"gs_cf{slot.index}"
     fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
-    with w.block():
+    with w.statement(slot.span), w.block():
         w.line(c.comment(f"if {slot.expr_text}"))
         w.line(f"__u64 {cond} = 0;")
         w.line(f"int {failed} = 0;")
@@ -387,7 +414,7 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
     """Fill one value slot; failures land on the slot's own label."""
     fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
     where = f"ev, {slot.offset}, {slot.data_offset}"
-    with w.block():
+    with w.statement(slot.span), w.block():
         w.line(c.comment(f"value {slot.index}: {slot.expr_text}"))
         capture = slot.capture
         match capture:

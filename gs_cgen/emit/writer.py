@@ -7,6 +7,7 @@ import enum
 from dataclasses import field
 
 from gs_cgen.lazydataclass import dataclass
+from gs_cgen.source import SourceSpan
 
 
 class DecisionPlace(enum.Enum):
@@ -29,6 +30,9 @@ class CWriter:
     # that several sites share.
     probe_id: str = "0"
     decision: DecisionPlace = DecisionPlace.LOCALS
+    # (first line, end line exclusive, span): which script construct each
+    # run of `lines` was generated for, innermost last (statement()).
+    spans: list[tuple[int, int, SourceSpan]] = field(default_factory=list)
 
     def line(self, code: str) -> None:
         self.lines.append("    " * self.depth + code)
@@ -39,6 +43,17 @@ class CWriter:
     def fresh(self, prefix: str = "t") -> str:
         self.counter += 1
         return f"gs_{prefix}{self.counter}"
+
+    @contextlib.contextmanager
+    def statement(self, span: SourceSpan | None):
+        """The lines written inside were generated for the script
+        construct at `span` (a clang error there names it)."""
+        first = len(self.lines)
+        try:
+            yield
+        finally:
+            if span is not None:
+                self.spans.append((first, len(self.lines), span))
 
     @contextlib.contextmanager
     def block(self, opener: str = ""):
