@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -91,24 +90,24 @@ def _loaded_programs(pid: int) -> list[dict[str, str]]:
 
 def _verified_insns(binary, start_target, body: str, sleepable: bool) -> int:
     """Instructions the verifier processed to load the probe, read from
-    the tracer's own program fd while it traces."""
+    the tracer's own program fd once it says it is tracing."""
     target = start_target(binary)
     env = {**os.environ, "GS_CGEN_SLEEPABLE": "on" if sleepable else "off"}
     tracer = subprocess.Popen(
         [sys.executable, "-m", "gs_cgen.cli", "trace", "-p", str(target.pid), "--output",
          "plain", "--duration", "120", "-s", f"trace stress_anchor {{\n{body}}}\n"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    said = []
     try:
-        deadline = time.monotonic() + 120
-        while not (programs := _loaded_programs(tracer.pid)):
-            assert tracer.poll() is None, tracer.stderr.read()
-            assert time.monotonic() < deadline, "the tracer loaded no program"
-            time.sleep(0.05)
-        count = max(int(fields["verified_insns"]) for fields in programs)
+        while not said or "tracing" not in said[-1]:
+            line = tracer.stderr.readline()
+            assert line, "".join(said)
+            said.append(line)
+        count = max(int(fields["verified_insns"]) for fields in _loaded_programs(tracer.pid))
     finally:
         tracer.send_signal(signal.SIGINT)
-        _, said = tracer.communicate(timeout=60)
-    assert sleepable == ("sleepable uprobes unavailable" not in said), said
+        said.append(tracer.communicate(timeout=60)[1])
+    assert sleepable == ("sleepable uprobes unavailable" not in "".join(said)), said
     return count
 
 
