@@ -18,9 +18,10 @@ does before it knows nothing will be sent (issue #10). So a probe with
           slots of the lines marked, in script order; submit.
 
 A probe without conditions always sends, so it only builds. Conditions
-that compare target bytes (strncmp, memcmp, ==) need the work area after
-the event, so such a probe starts its event before deciding and gives it
-back when nothing is marked (gs_drop), as every probe did before.
+that compare target bytes (strncmp, memcmp, ==) do so in the decision
+map's work area; only a probe too large for the decision map starts its
+event before deciding (the event's bitmap and work area are its
+decision's) and gives it back when nothing is marked (gs_drop).
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from gs_cgen.emit.writer import CWriter, DecisionPlace
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import ir
 from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
+                                capture_scalars,
                                  CompositeCapture, DeepCapture, DumpCapture, EntryCapture, IfStep,
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
                                 ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot,
@@ -173,7 +175,8 @@ def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     functions = _event_functions(probe)
     condition_nodes = _condition_nodes(probe)
     w.decision = _decision_place(probe)
-    early_event = w.decision is DecisionPlace.EVENT or _uses_work_area(condition_nodes)
+    early_event = w.decision is DecisionPlace.EVENT or \
+        (w.decision is DecisionPlace.LOCALS and _uses_work_area(condition_nodes))
     if early_event:
         _start_event(w, probe, functions.begin)
     _start_decision(w, probe)
@@ -211,11 +214,13 @@ def _decision_place(probe: ProbePlan) -> DecisionPlace:
     holds its own constants, and testing them later makes the verifier keep
     the paths apart: 2^N of them, E2BIG past ~8 `if`s. Map memory is opaque
     to it, so after each `if` the paths meet in one state: linear in the
-    script. The decision map has room for GS_DECISION_WORDS bitmap words
-    and GS_DECISION_CONDITIONS conditions; a larger probe notes its
-    decision in its event, which it then takes before deciding."""
+    script. A condition that compares target bytes does so in the map's
+    work area, so that the event is not taken to lend its own. The
+    decision map has room for GS_DECISION_WORDS bitmap words and
+    GS_DECISION_CONDITIONS conditions; a larger probe notes its decision
+    in its event, which it then takes before deciding."""
     conditions = len(_conditions(probe))
-    if conditions <= 1:
+    if conditions == 0 or (conditions == 1 and not _uses_work_area(_condition_nodes(probe))):
         return DecisionPlace.LOCALS
     limits = abi().constants
     if probe.bitmap_words > limits["GS_DECISION_WORDS"] or \
@@ -236,6 +241,9 @@ def _start_decision(w: CWriter, probe: ProbePlan) -> None:
             w.line("    return 0;")
             for word in range(probe.bitmap_words):
                 w.line(f"{_lines_word(w, word)} = 0;")
+            if _uses_work_area(_condition_nodes(probe)):
+                w.line("__u8 *work = (__u8 *)gs_dec->work;")
+                w.declared_work = True
         case DecisionPlace.EVENT:
             w.line(f"__u64 *gs_lines = (__u64 *)(ev + {probe.bitmap_offset});")
             for word in range(probe.bitmap_words):
@@ -287,8 +295,11 @@ def _start_event(w: CWriter, probe: ProbePlan, begin: str) -> None:
     w.line(f"__u8 *ev = {begin}({w.probe_id}, {probe.event_size}, {_reserve(probe)});")
     w.line("if (!ev)")
     w.line("    return 0;")
-    if _uses_work_area(probe.scalar_nodes()):
-        w.line(f"__u8 *work = ev + {_align(probe.event_size, 8)};")
+    if _event_has_work_area(probe):
+        # The values compare in the event's own work area (the conditions
+        # may have compared in the decision's).
+        declaration = "" if w.declared_work else "__u8 *"
+        w.line(f"{declaration}work = ev + {_align(probe.event_size, 8)};")
 
 
 def _lookups(w: CWriter, probe: ProbePlan, nodes, done: set[tuple[str, int]]) -> set[tuple[str, int]]:
@@ -524,8 +535,24 @@ def _registers(probe: ProbePlan) -> list[str]:
 
 
 def _uses_work_area(nodes) -> bool:
-    """Comparisons read target bytes into a work area after the event."""
+    """Comparisons read target bytes into a work area."""
     return any(isinstance(node, (ir.BytesEqual, ir.MemoryEqual)) for node in nodes)
+
+
+def _event_has_work_area(probe: ProbePlan) -> bool:
+    """Whether a work area follows the event: for the values' comparisons,
+    and for the conditions' when the decision map does not lend its own."""
+    if _uses_work_area(_value_nodes(probe)):
+        return True
+    return _decision_place(probe) is not DecisionPlace.MAP and \
+        _uses_work_area(_condition_nodes(probe))
+
+
+def _value_nodes(probe: ProbePlan) -> list:
+    """What the build phase evaluates: the printed values."""
+    conditions = {step.error_slot for step in _conditions(probe)}
+    return list(ir.walk([v for slot in probe.slots if slot.index not in conditions
+                         for v in capture_scalars(slot.capture)]))
 
 
 def _event_functions(probe: ProbePlan) -> _EventFunctions:
@@ -538,7 +565,7 @@ def _event_functions(probe: ProbePlan) -> _EventFunctions:
 def _reserve(probe: ProbePlan) -> int:
     """Bytes the event needs: itself, then its work area when it has one
     (the scratch has room for one after any event it holds)."""
-    if not _uses_work_area(probe.scalar_nodes()):
+    if not _event_has_work_area(probe):
         return probe.event_size
     return _align(probe.event_size, 8) + abi().constants["GS_WORK_SIZE"]
 

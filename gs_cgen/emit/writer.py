@@ -30,6 +30,8 @@ class CWriter:
     # that several sites share.
     probe_id: str = "0"
     decision: DecisionPlace = DecisionPlace.LOCALS
+    # `work` (the work area comparisons read into) is declared already.
+    declared_work: bool = False
     # (first line, end line exclusive, span): which script construct each
     # run of `lines` was generated for, innermost last (statement()).
     spans: list[tuple[int, int, SourceSpan]] = field(default_factory=list)

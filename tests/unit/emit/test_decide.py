@@ -41,11 +41,22 @@ def test_a_condition_on_pid_reads_the_header_once():
     assert text.count("gs_fill_header(") == 1
 
 
-def test_a_condition_on_target_bytes_takes_its_work_area_first_and_gives_it_back():
+def test_a_condition_on_target_bytes_compares_in_the_decision_maps_work_area():
+    """The event is not taken to lend its work area: a hit whose string
+    differs reserves nothing."""
     text = probe_text('trace handle { if g_name == "GET" { print fd; } }')
     decide = decide_part(text)
-    assert "gs_begin_event(" in decide and "return gs_drop(ev);" in decide
-    assert "gs_fill_header(" not in decide
+    assert not any(call in decide for call in _BUILDING) and "gs_drop" not in text
+    assert "__u8 *work = (__u8 *)gs_dec->work;" in decide
+    assert "gs_read_user_str(work, 5," in decide
+    build = text[text.index("/* build"):]
+    assert "gs_begin_event(0, 88, 88);" in build and "work" not in build
+
+
+def test_values_compare_in_the_events_work_area():
+    text = probe_text('trace handle { if g_name == "GET" { print g_name == "PUT"; } }')
+    build = text[text.index("/* build"):]
+    assert "gs_begin_event(0, 88, 600);" in build and "    work = ev + 88;" in build
 
 
 def test_failed_conditions_are_written_only_into_sent_events():
