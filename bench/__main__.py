@@ -3,7 +3,7 @@ gdb and a BCC empty program (the floor), on the same instruction of the
 same process, in one run; prints issue #10's table as markdown, with ratios
 and each goal met or not, then the detail tables.
 
-    .venv/bin/python -m bench [--quick] [--only hit,count,values,python,info,events,growth]
+    .venv/bin/python -m bench [--quick] [--only hit,count,decide,values,python,info,events,growth]
 
 Root.  The full run takes about 4-8 minutes, --quick under 2.  Workloads run
 on the last CPU, tracers on the others.  A benchmark, not a test: it never
@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from bench import counting, events, growth, hit, info, sites, values
+from bench import counting, decide, events, growth, hit, info, sites, values
 from bench.common import (ENV, GS, NOTES, evict_from_page_cache, REPO, START, CodeWatch, Context, leftover_uprobes, median,
                           note, perf_probe_cleanup, progress)
 from bench.loops import traced
@@ -32,7 +32,7 @@ from bench.tracers import (Bpftrace, BccEmpty, GsCgen, GsCgenJson, PerfProbe, Ra
 def gs_cache_root() -> str:
     return os.path.join(ENV.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gs-cgen")
 
-SECTIONS = ("hit", "count", "values", "python", "info", "events", "growth")
+SECTIONS = ("hit", "count", "decide", "values", "python", "info", "events", "growth")
 
 
 class Plan:
@@ -75,6 +75,12 @@ def run_hit(ctx: Context, plan: Plan, report: Report, binary: str, target_sites)
         report.hit[label] = hit.measure(ctx, label, [binary, "loop", str(n)], n, site, watch,
                                         tracers, plan.hit_rounds)
         report.hit_site[label] = site
+
+
+def run_decide(ctx: Context, plan: Plan, report: Report, binary: str, target_sites) -> None:
+    site = target_sites["nop"]
+    report.decide = decide.measure(ctx, binary, site, plan.n_nop, plan.hit_rounds)
+    report.decide_site = site
 
 
 def run_values(ctx: Context, plan: Plan, report: Report) -> None:
@@ -201,6 +207,8 @@ def main() -> int:
             run_hit(ctx, plan, report, binary, target_sites)
         if "count" in sections:
             run_count(ctx, plan, report, binary, target_sites)
+        if "decide" in sections:
+            run_decide(ctx, plan, report, binary, target_sites)
         if "values" in sections:
             run_values(ctx, plan, report)
         if "python" in sections:

@@ -79,6 +79,8 @@ class Report:
     count: dict[str, HitRow] | None = None      # bench/counting.py
     values: dict[str, dict[str, HitRow]] | None = None   # bench/values.py, by workload
     count_site: Site | None = None
+    decide: dict[str, HitRow] | None = None      # bench/decide.py
+    decide_site: Site | None = None
 
     # ------------------------------------------------------------------ summary
 
@@ -245,6 +247,10 @@ class Report:
                 f"Counting a hot function at `{self.count_site.instruction}` "
                 f"({self.count_site.source_line}; gs-cgen `count calls;`, bpftrace "
                 "`@calls = count();`)", self.count))
+        if self.decide:
+            out.append(self._hit_details(
+                f"Probes with several `if`s never true at `{self.decide_site.instruction}` "
+                f"({self.decide_site.source_line}; bench/decide.py)", self.decide))
         if self.python:
             out.append(self._hit_details("Per call on PyDict_SetItem, python3.11 "
                                          "(`if value == 0`)", self.python))
@@ -285,7 +291,7 @@ class Report:
     def cleanup_line(self, notes: list[str]) -> None:
         """A note when any run left something behind (each run was checked)."""
         dirty = [name for rows in list(self.hit.values()) + list((self.values or {}).values()) +
-                 [self.python or {}, self.count or {}]
+                 [self.python or {}, self.count or {}, self.decide or {}]
                  for name, row in rows.items() if not row.clean]
         dirty += [name for name, row in (self.events or {}).items() if not row.clean]
         if dirty:

@@ -158,6 +158,34 @@ struct gs_scratch {
     __u8 bytes[GS_SCRATCH_SIZE];
 };
 
+/* Where a probe with several `if`s, or with a condition that compares
+ * target bytes, notes its decision (emit/probe.py), the one value of map
+ * GS_MAP_DECISIONS, looked up once per hit, before the conditions:
+ * `lines`, the bitmap of lines to render (the first bitmap-words of the
+ * probe's event bitmap), and for its k-th condition (script order, nested
+ * ones too) failed_status[k] / failed_address[k], that condition's
+ * ExprError when its bit is marked; `work`, the work area in which its
+ * conditions compare target bytes (GS_WORK_SIZE, as the one after an
+ * event). The event is taken only once the decision says it is sent, and
+ * gets the bitmap and the failed conditions' slots copied in. The
+ * verifier does not track map memory, so the paths through each `if`
+ * meet again after it (in locals, N `if`s were 2^N paths). Per CPU in a
+ * non-sleepable build (private as the event scratch is); per thread
+ * (task storage) in a sleepable one, which may sleep mid-decision while
+ * another thread's run of the program uses the same CPU. A probe with
+ * more lines or conditions than these notes its decision in its event. */
+enum gs_decision_limits {
+    GS_DECISION_WORDS = 8,
+    GS_DECISION_CONDITIONS = 128,
+};
+
+struct gs_decision {
+    __u64 lines[GS_DECISION_WORDS];
+    __u64 failed_address[GS_DECISION_CONDITIONS];
+    __u8 failed_status[GS_DECISION_CONDITIONS];
+    __u8 work[GS_WORK_SIZE];
+};
+
 /* Return probes (FUNC:return, gs_cgen/plan/retprobe.py): the entry probe
  * stores each call's entry record (shaped like an event: a header whose
  * timestamp is the entry time, the call's CFA, return address and entry pc,
@@ -225,5 +253,7 @@ struct gs_agg_hist {
  * do not fit on the 512-byte BPF stack beside the key). */
 #define GS_MAP_AGG_ZERO gs_agg_zero
 #define GS_MAP_AGG_PREFIX gs_agg
+/* struct gs_decision: per CPU, or per thread in a sleepable build. */
+#define GS_MAP_DECISIONS gs_decisions
 
 #endif /* GS_ABI_H */

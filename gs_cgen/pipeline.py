@@ -20,6 +20,7 @@ class Compiled:
     plan: Plan
     c_text: str
     functions: Mapping[int, str]     # probe id -> the BPF function it runs (emit/program.py)
+    statements: tuple = ()           # emit/probe.py StatementLines: C lines -> script spans
 
 
 def compile_script(script_text: str, modules: ModuleSet, options: PlanOptions) -> Compiled:
@@ -27,4 +28,4 @@ def compile_script(script_text: str, modules: ModuleSet, options: PlanOptions) -
     check(script)
     plan = build_plan(script, modules, options)
     program = emit(plan)
-    return Compiled(script, plan, program.text, program.functions)
+    return Compiled(script, plan, program.text, program.functions, program.statements)

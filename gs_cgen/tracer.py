@@ -54,7 +54,8 @@ def run_trace(compiled: Compiled, options: TraceOptions, diagnostics: Callable[[
     require_privileges()
     stop = _StopFlag()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    session = TraceSession(compiled.plan, compiled.c_text, compiled.functions)
+    session = TraceSession(compiled.plan, compiled.c_text, compiled.functions,
+                           compiled.statements)
     # Probe seconds need the kernel's BPF run-time statistics, as --stats.
     reports = Reports(session, options.output, options.stats, options.interval,
                       run_times=options.stats or options.metrics is not None)

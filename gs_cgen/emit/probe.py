@@ -6,19 +6,22 @@ does before it knows nothing will be sent (issue #10). So a probe with
 
   decide  read only what the conditions need (registers, and the header,
           load offsets or TLS blocks only when a condition reads them),
-          evaluate every condition once, and note in local bitmap words
-          which lines will be rendered and which conditions failed (with
-          their status and address); nothing marked: return at once, with
-          no ktime, pid/tid or namespace lookup, no per-CPU scratch and no
-          ring reservation;
-  build   start the event, fill its header, store the bitmap and the
-          ExprError slots of failed conditions, and fill the value slots
-          of the lines marked, in script order; submit.
+          evaluate every condition once, and note which lines will be
+          rendered and which conditions failed (with their status and
+          address): in locals for one condition, in the decision map
+          (gs_abi.h struct gs_decision) for several, so that the verifier
+          meets one state after each `if` (_decision_place); nothing
+          marked: return at once, with no ktime, pid/tid or namespace
+          lookup, no per-CPU scratch and no ring reservation;
+  build   start the event, fill its header, copy the bitmap and the
+          ExprError slots of failed conditions in, and fill the value
+          slots of the lines marked, in script order; submit.
 
 A probe without conditions always sends, so it only builds. Conditions
-that compare target bytes (strncmp, memcmp, ==) need the work area after
-the event, so such a probe starts its event before deciding and gives it
-back when nothing is marked (gs_drop), as every probe did before.
+that compare target bytes (strncmp, memcmp, ==) do so in the decision
+map's work area; only a probe too large for the decision map starts its
+event before deciding (the event's bitmap and work area are its
+decision's) and gives it back when nothing is marked (gs_drop).
 """
 from __future__ import annotations
 
@@ -28,15 +31,17 @@ from gs_cgen.emit import c
 from gs_cgen.emit.aggregations import emit_aggregate
 from gs_cgen.emit.follows import emit_follows
 from gs_cgen.emit.scalar import emit_scalar
-from gs_cgen.emit.writer import CWriter
+from gs_cgen.emit.writer import CWriter, DecisionPlace
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan import ir
 from gs_cgen.plan.retprobe import ENTRY_IP_SLOT, record_offsets
 from gs_cgen.plan.model import (AggregateStep, BacktraceCapture, aggregate_scalars, aggregate_steps,
+                                capture_scalars,
                                  CompositeCapture, DeepCapture, DumpCapture, EntryCapture, IfStep,
                                 KnownBytesCapture, MemoryCapture, NoCapture, PrintStep,
                                 ProbePlan, ScalarCapture, Step, StringCapture, ValueSlot,
                                 VariableArrayCapture)
+from gs_cgen.source import SourceSpan
 
 
 @dataclass(frozen=True)
@@ -57,9 +62,32 @@ def drop_function(probe: ProbePlan) -> str:
     return _event_functions(probe).drop
 
 
+@dataclass(frozen=True)
+class StatementLines:
+    """Lines `first`..`last` (1-based, inclusive) of a C text were
+    generated for the script construct at `span`."""
+    first: int
+    last: int
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class ProbeCode:
+    text: str
+    # innermost first; lines counted from the function's first line
+    statements: tuple[StatementLines, ...] = ()
+
+
 def emit_probe(probe: ProbePlan, function: str | None = None, parameters: str = "",
                finish: tuple[str, ...] = (), id_from_cookie: bool = False) -> str:
-    """One BPF function for one probe site. A return probe's pair
+    """One BPF function for one probe site (emit_probe_code's text)."""
+    return emit_probe_code(probe, function, parameters, finish, id_from_cookie).text
+
+
+def emit_probe_code(probe: ProbePlan, function: str | None = None, parameters: str = "",
+                    finish: tuple[str, ...] = (), id_from_cookie: bool = False) -> ProbeCode:
+    """One BPF function for one probe site, and which of its lines each
+    script statement produced. A return probe's pair
     (emit/retprobe.py) names its functions, gives the return body the
     entry record (`parameters`) and ends the entry probe with a store
     instead of a submit (`finish`). `id_from_cookie`: the function is
@@ -101,10 +129,13 @@ def _prologue(probe: ProbePlan, id_from_cookie: bool = False) -> CWriter:
 
 
 def _function(probe: ProbePlan, w: CWriter, function: str | None = None,
-              parameters: str = "") -> str:
+              parameters: str = "") -> ProbeCode:
     name = function or f"int {c.probe_function_name(probe.site.probe_id)}"
     header = f"{name}(struct pt_regs *ctx{parameters})\n{{"
-    return "\n".join([header, w.text(), "}", ""])
+    # w.lines[0] is the function's third line, after its name and "{".
+    statements = tuple(StatementLines(first + 3, end + 2, span)
+                       for first, end, span in w.spans if end > first)
+    return ProbeCode("\n".join([header, w.text(), "}", ""]), statements)
 
 
 def _decide_only(w: CWriter, probe: ProbePlan) -> None:
@@ -144,14 +175,12 @@ def emit_record_fill(probe: ProbePlan, function: str, records: str) -> str:
 def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     functions = _event_functions(probe)
     condition_nodes = _condition_nodes(probe)
-    early_event = _uses_work_area(condition_nodes)
-    for word in range(probe.bitmap_words):
-        w.line(f"__u64 {_lines_word(word)} = 0;")
-    for step in _conditions(probe):
-        w.line(f"__u8 {_error_status(step)} = 0;")
-        w.line(f"__u64 {_error_address(step)} = 0;")
+    w.decision = _decision_place(probe)
+    early_event = w.decision is DecisionPlace.EVENT or \
+        (w.decision is DecisionPlace.LOCALS and _uses_work_area(condition_nodes))
     if early_event:
         _start_event(w, probe, functions.begin)
+    _start_decision(w, probe)
     header = _header_needed(probe, condition_nodes)
     if header:
         w.line("struct gs_event_hdr gs_hdr = {};")
@@ -165,19 +194,79 @@ def _decide_then_build(w: CWriter, probe: ProbePlan) -> None:
     w.line(c.comment("decide: evaluate the conditions, note the lines to render"))
     for step in probe.steps:
         _decide_step(w, probe, step)
-    marked = " | ".join(_lines_word(word) for word in range(probe.bitmap_words))
+    marked = " | ".join(_lines_word(w, word) for word in range(probe.bitmap_words))
     w.line(f"if (!({marked}))")
     w.line(f"    return {functions.drop + '(ev)' if early_event else '0'};")
     w.line(c.comment("build: this event is sent"))
     _build(w, probe, started=early_event, header=header, decided=decided)
+    if w.decision is not DecisionPlace.EVENT:
+        _copy_decision(w, probe)
+    _fill_values(w, probe, probe.steps, guarded=False)
+
+
+def decides_in_map(probe: ProbePlan) -> bool:
+    """Whether the probe's program needs the decision map (gs_abi.h)."""
+    return bool(probe.lines) and _decision_place(probe) is DecisionPlace.MAP
+
+
+def _decision_place(probe: ProbePlan) -> DecisionPlace:
+    """Where the decision is noted: in locals while one condition is
+    evaluated, else in map memory. With locals, each path through N `if`s
+    holds its own constants, and testing them later makes the verifier keep
+    the paths apart: 2^N of them, E2BIG past ~8 `if`s. Map memory is opaque
+    to it, so after each `if` the paths meet in one state: linear in the
+    script. A condition that compares target bytes does so in the map's
+    work area, so that the event is not taken to lend its own. The
+    decision map has room for GS_DECISION_WORDS bitmap words and
+    GS_DECISION_CONDITIONS conditions; a larger probe notes its decision
+    in its event, which it then takes before deciding."""
+    conditions = len(_conditions(probe))
+    if conditions == 0 or (conditions == 1 and not _uses_work_area(_condition_nodes(probe))):
+        return DecisionPlace.LOCALS
+    limits = abi().constants
+    if probe.bitmap_words > limits["GS_DECISION_WORDS"] or \
+            conditions > limits["GS_DECISION_CONDITIONS"]:
+        return DecisionPlace.EVENT
+    return DecisionPlace.MAP
+
+
+def _start_decision(w: CWriter, probe: ProbePlan) -> None:
+    """Where the decision goes, with no line marked yet."""
+    match w.decision:
+        case DecisionPlace.MAP:
+            # volatile: every mark is a store to the map value, never a
+            # register clang carries across an `if` (which would be a
+            # constant per path again).
+            w.line(f"volatile struct gs_decision *gs_dec = gs_begin_decision({w.probe_id});")
+            w.line("if (!gs_dec)")
+            w.line("    return 0;")
+            for word in range(probe.bitmap_words):
+                w.line(f"{_lines_word(w, word)} = 0;")
+            if _uses_work_area(_condition_nodes(probe)):
+                w.line("__u8 *work = (__u8 *)gs_dec->work;")
+                w.declared_work = True
+        case DecisionPlace.EVENT:
+            w.line(f"__u64 *gs_lines = (__u64 *)(ev + {probe.bitmap_offset});")
+            for word in range(probe.bitmap_words):
+                w.line(f"{_lines_word(w, word)} = 0;")
+        case DecisionPlace.LOCALS:
+            for word in range(probe.bitmap_words):
+                w.line(f"__u64 {_lines_word(w, word)} = 0;")
+            for step in _conditions(probe):
+                w.line(f"__u8 {_error_status(w, probe, step)} = 0;")
+                w.line(f"__u64 {_error_address(w, probe, step)} = 0;")
+
+
+def _copy_decision(w: CWriter, probe: ProbePlan) -> None:
+    """The event gets the bitmap and each failed condition's ExprError."""
     for word in range(probe.bitmap_words):
-        w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = {_lines_word(word)};")
+        w.line(f"*(__u64 *)(ev + {probe.bitmap_offset + 8 * word}) = "
+               f"{_lines_word(w, word)};")
     for step in _conditions(probe):
         slot = probe.slots[step.error_slot]
-        with w.block(f"if ({_line_test(step.error_bit)})"):
-            w.line(f"gs_fail_value(ev, {slot.offset}, {_error_status(step)}, "
-                   f"{_error_address(step)});")
-    _fill_values(w, probe, probe.steps, guarded=False)
+        with w.block(f"if ({_line_test(w, step.error_bit)})"):
+            w.line(f"gs_fail_value(ev, {slot.offset}, {_error_status(w, probe, step)}, "
+                   f"{_error_address(w, probe, step)});")
 
 
 def _build(w: CWriter, probe: ProbePlan, started: bool, header: str = "",
@@ -207,8 +296,11 @@ def _start_event(w: CWriter, probe: ProbePlan, begin: str) -> None:
     w.line(f"__u8 *ev = {begin}({w.probe_id}, {probe.event_size}, {_reserve(probe)});")
     w.line("if (!ev)")
     w.line("    return 0;")
-    if _uses_work_area(probe.scalar_nodes()):
-        w.line(f"__u8 *work = ev + {_align(probe.event_size, 8)};")
+    if _event_has_work_area(probe):
+        # The values compare in the event's own work area (the conditions
+        # may have compared in the decision's).
+        declaration = "" if w.declared_work else "__u8 *"
+        w.line(f"{declaration}work = ev + {_align(probe.event_size, 8)};")
 
 
 def _lookups(w: CWriter, probe: ProbePlan, nodes, done: set[tuple[str, int]]) -> set[tuple[str, int]]:
@@ -258,7 +350,7 @@ def _own_module_offsets(w: CWriter, probe: ProbePlan, cookie: int) -> None:
 def _decide_step(w: CWriter, probe: ProbePlan, step: Step) -> None:
     match step:
         case PrintStep(bit=bit):
-            w.line(f"{_mark(bit)};")
+            w.line(f"{_mark(w, bit)};")
         case IfStep():
             _decide_if(w, probe, step)
         case AggregateStep():
@@ -271,7 +363,7 @@ def _decide_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
     slot = probe.slots[step.error_slot]
     cond, failed = f"gs_c{slot.index}", f"gs_cf{slot.index}"
     fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
-    with w.block():
+    with w.statement(slot.span), w.block():
         w.line(c.comment(f"if {slot.expr_text}"))
         w.line(f"__u64 {cond} = 0;")
         w.line(f"int {failed} = 0;")
@@ -281,9 +373,12 @@ def _decide_if(w: CWriter, probe: ProbePlan, step: IfStep) -> None:
             w.line(f"goto {done};")
         w.label(fail)
         w.line(f"{failed} = 1;")
-        w.line(f"{_error_status(step)} = gs_st;")
-        w.line(f"{_error_address(step)} = gs_fa;")
-        w.line(f"{_mark(step.error_bit)};")
+        if w.decision is DecisionPlace.EVENT:
+            w.line(f"gs_fail_value(ev, {slot.offset}, gs_st, gs_fa);")
+        else:
+            w.line(f"{_error_status(w, probe, step)} = gs_st;")
+            w.line(f"{_error_address(w, probe, step)} = gs_fa;")
+        w.line(f"{_mark(w, step.error_bit)};")
         w.label(done)
         with w.block(f"if (!{failed} && {cond})"):
             for inner in step.then:
@@ -304,7 +399,7 @@ def _fill_values(w: CWriter, probe: ProbePlan, steps, guarded: bool) -> None:
         match step:
             case PrintStep(bit=bit, slots=slots) if slots:
                 if guarded:
-                    with w.block(f"if ({_line_test(bit)})"):
+                    with w.block(f"if ({_line_test(w, bit)})"):
                         for index in slots:
                             emit_capture(w, probe.slots[index])
                 else:
@@ -333,7 +428,7 @@ def emit_capture(w: CWriter, slot: ValueSlot) -> None:
     """Fill one value slot; failures land on the slot's own label."""
     fail, done = f"gs_fail_{slot.index}", f"gs_done_{slot.index}"
     where = f"ev, {slot.offset}, {slot.data_offset}"
-    with w.block():
+    with w.statement(slot.span), w.block():
         w.line(c.comment(f"value {slot.index}: {slot.expr_text}"))
         capture = slot.capture
         match capture:
@@ -443,8 +538,24 @@ def _registers(probe: ProbePlan) -> list[str]:
 
 
 def _uses_work_area(nodes) -> bool:
-    """Comparisons read target bytes into a work area after the event."""
+    """Comparisons read target bytes into a work area."""
     return any(isinstance(node, (ir.BytesEqual, ir.MemoryEqual)) for node in nodes)
+
+
+def _event_has_work_area(probe: ProbePlan) -> bool:
+    """Whether a work area follows the event: for the values' comparisons,
+    and for the conditions' when the decision map does not lend its own."""
+    if _uses_work_area(_value_nodes(probe)):
+        return True
+    return _decision_place(probe) is not DecisionPlace.MAP and \
+        _uses_work_area(_condition_nodes(probe))
+
+
+def _value_nodes(probe: ProbePlan) -> list:
+    """What the build phase evaluates: the printed values."""
+    conditions = {step.error_slot for step in _conditions(probe)}
+    return list(ir.walk([v for slot in probe.slots if slot.index not in conditions
+                         for v in capture_scalars(slot.capture)]))
 
 
 def _event_functions(probe: ProbePlan) -> _EventFunctions:
@@ -457,7 +568,7 @@ def _event_functions(probe: ProbePlan) -> _EventFunctions:
 def _reserve(probe: ProbePlan) -> int:
     """Bytes the event needs: itself, then its work area when it has one
     (the scratch has room for one after any event it holds)."""
-    if not _uses_work_area(probe.scalar_nodes()):
+    if not _event_has_work_area(probe):
         return probe.event_size
     return _align(probe.event_size, 8) + abi().constants["GS_WORK_SIZE"]
 
@@ -466,21 +577,36 @@ def _align(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
-def _lines_word(word: int) -> str:
+def _lines_word(w: CWriter, word: int) -> str:
+    match w.decision:
+        case DecisionPlace.MAP:
+            return f"gs_dec->lines[{word}]"
+        case DecisionPlace.EVENT:
+            return f"gs_lines[{word}]"
     return f"gs_lines{word}"
 
 
-def _mark(bit: int) -> str:
-    return f"{_lines_word(bit // 64)} |= {c.u64_literal(1 << (bit % 64))}"
+def _mark(w: CWriter, bit: int) -> str:
+    return f"{_lines_word(w, bit // 64)} |= {c.u64_literal(1 << (bit % 64))}"
 
 
-def _line_test(bit: int) -> str:
-    return f"{_lines_word(bit // 64)} & {c.u64_literal(1 << (bit % 64))}"
+def _line_test(w: CWriter, bit: int) -> str:
+    return f"{_lines_word(w, bit // 64)} & {c.u64_literal(1 << (bit % 64))}"
 
 
-def _error_status(step: IfStep) -> str:
+def _error_status(w: CWriter, probe: ProbePlan, step: IfStep) -> str:
+    if w.decision is DecisionPlace.MAP:
+        return f"gs_dec->failed_status[{_condition_index(probe, step)}]"
     return f"gs_es{step.error_slot}"
 
 
-def _error_address(step: IfStep) -> str:
+def _error_address(w: CWriter, probe: ProbePlan, step: IfStep) -> str:
+    if w.decision is DecisionPlace.MAP:
+        return f"gs_dec->failed_address[{_condition_index(probe, step)}]"
     return f"gs_ea{step.error_slot}"
+
+
+def _condition_index(probe: ProbePlan, step: IfStep) -> int:
+    """k of gs_decision's failed_status[k]: the condition's place in
+    script order (its error slot is unique to it)."""
+    return [other.error_slot for other in _conditions(probe)].index(step.error_slot)

@@ -9,9 +9,10 @@ from string import Template
 from gs_cgen.abi import abi
 from gs_cgen.emit import c
 from gs_cgen.emit.aggregations import emit_aggregation_maps
-from gs_cgen.emit.probe import emit_probe
+from gs_cgen.emit.probe import ProbeCode, StatementLines, decides_in_map, emit_probe_code
 from gs_cgen.lazydataclass import dataclass
 from gs_cgen.plan.model import EventTransport, Plan
+from gs_cgen.source import SourceSpan
 
 _HERE = Path(__file__).resolve().parent
 _ASSERTED_STRUCTS = ("gs_event_hdr", "proc_module_key", "proc_module_offsets_value",
@@ -51,6 +52,31 @@ gs_module_tls(struct pt_regs *ctx, __u32 key_pid, __u64 cookie)
     return tls;
 }
 """
+# Where a probe with several `if`s decides (gs_abi.h struct gs_decision).
+# A hit that finds no room (task storage could not be allocated) is
+# counted lost: it may have had an event to send.
+_DECISION_SECTION = """
+#if ${sleepable}
+BPF_TASK_STORAGE(${decisions}, struct gs_decision);
+
+static __always_inline volatile struct gs_decision *gs_begin_decision(__u32 probe_id)
+{
+    struct gs_decision *decision = ${decisions}.task_storage_get(
+        bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!decision)
+        gs_count_output(probe_id, 1);
+    return decision;
+}
+#else
+BPF_PERCPU_ARRAY(${decisions}, struct gs_decision, 1);
+
+static __always_inline volatile struct gs_decision *gs_begin_decision(__u32 probe_id)
+{
+    __u32 zero = 0;
+    return ${decisions}.lookup(&zero);
+}
+#endif
+"""
 # A sleepable build makes the ring reservation every probe's way.
 _RING_BY_DEFAULT = """
 static __always_inline __u8 *gs_begin_event(__u32 probe_id, __u32 size, __u32 reserve)
@@ -80,6 +106,9 @@ class EmittedProgram:
     # probe id -> the BPF function that runs at its site (its own, or the
     # one it shares with sites whose code is the same)
     functions: Mapping[int, str]
+    # which lines of `text` each script statement produced, innermost
+    # first; each probe's functions as a whole are its trace block's
+    statements: tuple[StatementLines, ...] = ()
 
 
 def emit_program(plan: Plan) -> str:
@@ -88,57 +117,80 @@ def emit_program(plan: Plan) -> str:
 
 
 def emit(plan: Plan) -> EmittedProgram:
-    """The C source, and which function each probe runs."""
-    functions, texts = _probe_functions(plan)
+    """The C source, which function each probe runs, and which lines each
+    script statement produced."""
+    functions, codes = _probe_functions(plan)
     parts = [_banner(plan, functions), _includes(plan),
              _layout_asserts(_asserted_structs(plan)), _runtime_section(plan)]
+    if any(decides_in_map(probe) for probe in plan.probes):
+        parts.append(Template(_DECISION_SECTION).substitute(
+            sleepable=c.SLEEPABLE_MACRO, decisions=abi().map_names["GS_MAP_DECISIONS"]))
     if plan.aggregations:
         parts.append(emit_aggregation_maps(plan))
-    parts.extend(texts)
-    return EmittedProgram("\n".join(parts), functions)
+    statements = _statement_lines("\n".join(parts).count("\n") + 2, codes)
+    parts.extend(code.text for code, _ in codes)
+    return EmittedProgram("\n".join(parts), functions, statements)
 
 
-def _probe_functions(plan: Plan) -> tuple[dict[int, str], list[str]]:
+def _statement_lines(first_line: int, codes) -> tuple[StatementLines, ...]:
+    """The codes' statement lines in the program, whose `first_line` the
+    first code starts at (parts are joined by "\n"): every statement,
+    innermost first, then each code as a whole as its trace block's."""
+    inner: list[StatementLines] = []
+    whole: list[StatementLines] = []
+    for code, span in codes:
+        inner.extend(StatementLines(first_line + s.first - 1, first_line + s.last - 1, s.span)
+                     for s in code.statements)
+        last_line = first_line + code.text.count("\n") - 1
+        if span is not None:
+            whole.append(StatementLines(first_line, last_line, span))
+        first_line = last_line + 2
+    return tuple(inner + whole)
+
+
+def _probe_functions(plan: Plan) -> tuple[dict[int, str],
+                                           list[tuple[ProbeCode, SourceSpan | None]]]:
     """One function per probe, except that with plan.shared_programs the
     probes whose code differs only in their id share one, which reads the
     id from its attach cookie: an inlined function's thousands of copies
     (Py_INCREF in libpython: 2604 sites) compile as ~100 functions, not
     one each. A probe alone with its code keeps its id a constant, free
-    at every hit."""
+    at every hit. Each code goes with its trace block's span."""
     shared = _shared_code(plan) if plan.shared_programs else {}
     owners: dict[str, int] = {}
-    functions, texts = {}, []
+    functions, codes = {}, []
     for probe in plan.probes:
         probe_id = probe.site.probe_id
         code = shared.get(probe_id)
         if code is None:
             functions[probe_id] = c.probe_function_name(probe_id)
-            texts.append(_emit_probe_functions(probe))
+            codes.append((_emit_probe_functions(probe), probe.site.span))
             continue
-        owner = owners.setdefault(code, probe_id)
+        owner = owners.setdefault(code.text, probe_id)
         functions[probe_id] = c.probe_function_name(owner)
         if owner == probe_id:
-            texts.append(code.replace(_SHARED, f"int {functions[probe_id]}", 1))
-    return functions, texts
+            text = code.text.replace(_SHARED, f"int {functions[probe_id]}", 1)
+            codes.append((ProbeCode(text, code.statements), probe.site.span))
+    return functions, codes
 
 
 # The name a shared probe's code is compared under.
 _SHARED = "int gs_probe_shared"
 
 
-def _shared_code(plan: Plan) -> dict[int, str]:
+def _shared_code(plan: Plan) -> dict[int, ProbeCode]:
     """probe id -> its code, for the probes whose code another has too."""
-    code = {probe.site.probe_id: emit_probe(probe, function=_SHARED, id_from_cookie=True)
+    code = {probe.site.probe_id: emit_probe_code(probe, function=_SHARED, id_from_cookie=True)
             for probe in plan.probes if probe.entry is None}
-    count = Counter(code.values())
-    return {probe_id: text for probe_id, text in code.items() if count[text] > 1}
+    count = Counter(emitted.text for emitted in code.values())
+    return {probe_id: emitted for probe_id, emitted in code.items() if count[emitted.text] > 1}
 
 
-def _emit_probe_functions(probe) -> str:
+def _emit_probe_functions(probe) -> ProbeCode:
     if probe.entry is not None:          # FUNC:return: the uretprobe and its entry probe
         from gs_cgen.emit.retprobe import emit_return_probe  # noqa: PLC0415
-        return emit_return_probe(probe)
-    return emit_probe(probe)
+        return ProbeCode(emit_return_probe(probe))
+    return emit_probe_code(probe)
 
 
 def _banner(plan: Plan, functions: Mapping[int, str]) -> str:

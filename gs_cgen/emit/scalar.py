@@ -13,7 +13,22 @@ _UNSIGNED_CAST = {1: "__u8", 2: "__u16", 4: "__u32", 8: "__u64"}
 _ORDERED = {"<", "<=", ">", ">="}
 
 
+# Parentheses an expression may nest before it is bound to a local: clang
+# refuses more than 256 levels (a chain of 64 `let`s nests ~4 per step),
+# and a local costs nothing once clang has the expression in SSA form.
+_NESTING_BOUND = 64
+
+
 def emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
+    value = _emit_scalar(w, node, fail)
+    if value.count("(") <= _NESTING_BOUND:
+        return value
+    temp = w.fresh("e")
+    w.line(f"__u64 {temp} = {value};")
+    return temp
+
+
+def _emit_scalar(w: CWriter, node: ir.Scalar, fail: str) -> str:
     match node:
         case ir.Const(value):
             return c.u64_literal(value)

@@ -60,6 +60,8 @@ class ProbeSite:
     # `address`, run when the call returns; its paired entry probe is
     # ProbePlan.entry.
     at_return: bool = False
+    # The trace block's (a refusal of its program names it).
+    span: SourceSpan | None = None
 
     @property
     def attach_path(self) -> str:

@@ -159,7 +159,7 @@ def _site(block: ast.TraceBlock, probe_id: int, where: _Found) -> ProbeSite:
                      module_cookie=module_cookie(module.path, module.build_id),
                      function_note=where.function_note, no_variables=where.no_variables,
                      open_path=module.open_path, frame_die=where.frame_die,
-                     function_entry=where.entry)
+                     function_entry=where.entry, span=block.span)
 
 
 def _probeable(block: ast.TraceBlock, where: _Found) -> tuple[int, str | None]:

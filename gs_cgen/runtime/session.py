@@ -19,6 +19,7 @@ import functools
 import hashlib
 import io
 import os
+import re
 import struct
 import sys
 import tempfile
@@ -110,9 +111,12 @@ class TraceSession:
     """One compiled program: load, attach, collect, detach."""
 
     def __init__(self, plan: Plan, c_text: str,
-                 program_of: Mapping[int, str] | None = None) -> None:
+                 program_of: Mapping[int, str] | None = None, statements=()) -> None:
         self.plan = plan
         self.c_text = c_text
+        # emit/probe.py StatementLines: which script statement produced
+        # which lines of c_text (a clang error names its statement)
+        self.statements = statements
         # probe id -> the C function it runs (emit/program.py: sites with
         # the same code may share one, told apart by their attach cookie)
         self.program_of = program_of or {p.site.probe_id: probe_function_name(p.site.probe_id)
@@ -181,11 +185,10 @@ class TraceSession:
         cflags = self._cflags(sleepable)
         captured = io.StringIO()
         try:
-            with _stderr_to(captured, report_if_exited=True):
+            with _stderr_to(captured, report_if_exited=True, sites=self._sites_by_function()):
                 self.bpf = bcc.BPF(text=self.c_text, cflags=cflags)
         except Exception as exc:  # noqa: BLE001 — BCC raises bare Exception
-            raise RuntimeTraceError(f"BPF compilation failed: {exc}",
-                                    hints=(captured.getvalue().strip()[-2000:],)) from None
+            raise compile_refusal(captured.getvalue(), str(exc), self.statements) from None
         by_name = {}
         for probe in self.plan.probes:
             name = self.program_of[probe.site.probe_id]
@@ -201,6 +204,16 @@ class TraceSession:
         self.maps = {name: BpfMap.from_fd(fd, name)
                      for name, fd in progcache.bcc_tables(bcc.libbcc.lib,
                                                           self.bpf.module).items()}
+
+    def _sites_by_function(self) -> dict[str, ProbeSite]:
+        """The probe site each BPF function of the program is for."""
+        sites = {}
+        for probe in self.plan.probes:
+            probe_id = probe.site.probe_id
+            for name in (self.program_of[probe_id], entry_function_name(probe_id),
+                         capture_function_name(probe_id)):
+                sites.setdefault(name, probe.site)
+        return sites
 
     # ------------------------------------------------- compiled-program cache
     def _cache_key(self, sleepable: bool) -> str:
@@ -296,7 +309,7 @@ class TraceSession:
         except Exception as exc:  # noqa: BLE001
             raise RuntimeTraceError(
                 f"the kernel verifier rejected the probe for '{site.pattern_text}': {exc}",
-                hints=(log.getvalue().strip()[-3000:],)) from None
+                span=site.span, hints=refusal_hints(log.getvalue(), str(exc))) from None
         if fd < 0:
             # The non-sleepable build may still pass: load() falls back to it.
             raise _SleepableRejected(
@@ -559,6 +572,44 @@ def _attach_perf_uprobe(prog_fd: int, event_name: bytes, site: ProbeSite,
     return (fd, 0) if fd >= 0 else (fd, ctypes.get_errno())
 
 
+# libbcc's own line for E2BIG guesses the pre-5.2 4096-instruction limit of
+# unprivileged programs; root's is the verifier's 1M processed-instruction
+# budget, which a program of any length can exhaust.
+_BCC_SIZE_GUESS = re.compile(r"^.*Program\s+too large \(\d+ insns\), at most \d+ insns\s*$", re.M)
+
+
+def refusal_hints(log: str, reason: str) -> tuple[str, ...]:
+    """What the user reads under a verifier refusal: the log's tail, without
+    libbcc's guessed limit; for E2BIG, what the budget is."""
+    text = _BCC_SIZE_GUESS.sub("", log).strip()
+    hints = (text[-3000:],) if text else ()
+    if "Argument list too long" in reason:
+        hints += ("the verifier explores every path through the probe's branches and gives up "
+                  "after 1,000,000 instructions processed in all; split the block into "
+                  "several `trace` blocks on the same function",)
+    return hints
+
+
+# clang's diagnostics on the program BCC compiles as /virtual/main.c, whose
+# lines are c_text's.
+_CLANG_ERROR = re.compile(r"^/virtual/main\.c:(\d+):\d+: (?:fatal )?error: (.*)$", re.M)
+
+
+def compile_refusal(said: str, reason: str, statements) -> RuntimeTraceError:
+    """A clang refusal, naming the script statement whose generated C its
+    first error is in (`statements`: emit/probe.py StatementLines,
+    innermost first), the whole clang output as the hint."""
+    hints = (said.strip()[-2000:],) if said.strip() else ()
+    error = _CLANG_ERROR.search(said)
+    if error is None:
+        return RuntimeTraceError(f"BPF compilation failed: {reason}", hints=hints)
+    line = int(error.group(1))
+    span = next((s.span for s in statements if s.first <= line <= s.last), None)
+    where = "the C generated for this statement" if span else "the generated C"
+    return RuntimeTraceError(f"BPF compilation failed: clang refused {where} "
+                             f"(line {line}: {error.group(2)})", span=span, hints=hints)
+
+
 class _SleepableRejected(Exception):
     """The verifier refused a probe's sleepable build."""
 
@@ -568,16 +619,19 @@ def _verifier_reason(log: str, errno: int) -> str:
 
 
 @contextlib.contextmanager
-def _stderr_to(buffer: io.StringIO, report_if_exited: bool = False):
+def _stderr_to(buffer: io.StringIO, report_if_exited: bool = False,
+               sites: Mapping[str, ProbeSite] | None = None):
     """Capture C-level stderr (clang and verifier output) into `buffer`.
     With `report_if_exited`, a C-level exit() inside (_exit_reported)
-    still shows the user what was captured."""
+    still shows the user what was captured, and which probe's trace block
+    (`sites`: by BPF function name) the C it stopped in was for."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 2)
         try:
-            with _exit_reported(saved, tmp) if report_if_exited else contextlib.nullcontext():
+            with _exit_reported(saved, tmp, sites or {}) if report_if_exited \
+                    else contextlib.nullcontext():
                 yield
         finally:
             os.dup2(saved, 2)
@@ -587,7 +641,7 @@ def _stderr_to(buffer: io.StringIO, report_if_exited: bool = False):
 
 
 @contextlib.contextmanager
-def _exit_reported(saved_stderr: int, capture):
+def _exit_reported(saved_stderr: int, capture, sites: Mapping[str, ProbeSite]):
     """clang ends the process with exit(1) on a fatal diagnostic (LLVM's
     default for an error no handler takes: "Looks like the BPF stack limit
     of 512 bytes is exceeded", report_fatal_error) from inside
@@ -606,7 +660,7 @@ def _exit_reported(saved_stderr: int, capture):
 
     def on_exit(_arg) -> None:
         if armed:
-            _report_captured(saved_stderr, capture)
+            _report_captured(saved_stderr, capture, sites)
 
     callback = _EXIT_HANDLER_TYPE(on_exit)
     handle = ctypes.create_string_buffer(1)          # this registration's own "DSO"
@@ -623,19 +677,32 @@ def _exit_reported(saved_stderr: int, capture):
 _EXIT_HANDLER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
-def _report_captured(saved_stderr: int, capture) -> None:
+def _report_captured(saved_stderr: int, capture, sites: Mapping[str, ProbeSite]) -> None:
     try:
         os.dup2(saved_stderr, 2)
         capture.seek(0)
         said = capture.read().decode(errors="replace").strip()
-        os.write(2, (fatal_compile_message(said) + "\n").encode())
+        os.write(2, (fatal_compile_message(said, sites) + "\n").encode())
     except Exception:  # noqa: BLE001 — nothing may escape into C's exit()
         pass
 
 
-def fatal_compile_message(said: str) -> str:
-    """What the user reads when clang ended the process."""
+# LLVM's BPF backend names the function it stopped in.
+_FATAL_FUNCTION = re.compile(r"in function (\w+)")
+
+
+def fatal_compile_message(said: str, sites: Mapping[str, ProbeSite] | None = None) -> str:
+    """What the user reads when clang ended the process: the trace block
+    whose C it stopped in, when it named a probe's function (`sites`).
+    The script's text is not at hand there: the block's line and column
+    are in the message."""
+    function = _FATAL_FUNCTION.search(said)
+    site = (sites or {}).get(function.group(1)) if function else None
+    where = "the generated C"
+    if site is not None and site.span is not None:
+        where = (f"the C generated for the trace block at line {site.span.line}, column "
+                 f"{site.span.column} ('{site.pattern_text}')")
     return RuntimeTraceError(
-        "BPF compilation failed: clang stopped gs-cgen with a fatal error in the "
-        "generated C (no probe was attached)",
+        f"BPF compilation failed: clang stopped gs-cgen with a fatal error in {where} "
+        "(no probe was attached)",
         hints=(said[-2000:] or "clang printed nothing",)).render()

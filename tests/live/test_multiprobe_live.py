@@ -160,6 +160,7 @@ def test_a_fatal_clang_error_is_shown_not_a_silent_exit():
     assert result.stdout == ""
     assert result.stderr.startswith(
         "error: BPF compilation failed: clang stopped gs-cgen with a fatal error in the "
-        "generated C (no probe was attached)\nhint: "), result.stderr
+        "C generated for the trace block at line 2, column 1 ('handle') (no probe was "
+        "attached)\nhint: "), result.stderr
     assert "Looks like the BPF stack limit of 512 bytes is exceeded" in result.stderr
     assert "Traceback" not in result.stderr

@@ -275,3 +275,18 @@ def test_narrow_return_values_in_expressions_and_aggregations(build_dir):
         assert f"@s_{f}: {sum(int(r) for g, _, r in calls if g == f)}" in lines, (f, lines)
     for f in ("ri", "rs", "rus"):
         assert lines.count(f"{f} same") == 7, (f, lines)
+
+
+@pytest.mark.parametrize("sleepable", ["on", "off"])
+def test_a_return_block_with_several_ifs(binary, sleepable):
+    """Several conditions decide in the decision map (emit/probe.py), per
+    thread in the sleepable build, per CPU in the other; fact(5)'s calls
+    return 1, 2, 6, 24, 120 (gdb's `finish` in test_return_values_equal_gdb_finish)."""
+    result = gs_cgen("trace", "-s",
+                     'trace fact:return { if $retval == 6 { print "six {}", $entry(n); } '
+                     'if $retval > 24 { print "big {}", $retval; } '
+                     'if $entry(n) == 1 { print "one"; } }', "--", str(binary),
+                     env={**os.environ, "GS_CGEN_SLEEPABLE": sleepable})
+    assert result.returncode == 0, result.stderr
+    assert ("sleepable uprobes unavailable" in result.stderr) == (sleepable == "off")
+    assert result.stdout.splitlines() == ["one", "six 3", "big 120"]

@@ -213,6 +213,28 @@ static __always_inline int gs_drop(__u8 *ev)
 
 /* --- end of fixed part --- */
 
+
+#if GS_SLEEPABLE
+BPF_TASK_STORAGE(gs_decisions, struct gs_decision);
+
+static __always_inline volatile struct gs_decision *gs_begin_decision(__u32 probe_id)
+{
+    struct gs_decision *decision = gs_decisions.task_storage_get(
+        bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!decision)
+        gs_count_output(probe_id, 1);
+    return decision;
+}
+#else
+BPF_PERCPU_ARRAY(gs_decisions, struct gs_decision, 1);
+
+static __always_inline volatile struct gs_decision *gs_begin_decision(__u32 probe_id)
+{
+    __u32 zero = 0;
+    return gs_decisions.lookup(&zero);
+}
+#endif
+
 int gs_probe_0(struct pt_regs *ctx)
 {
     __u8 gs_st = 0;
@@ -221,11 +243,10 @@ int gs_probe_0(struct pt_regs *ctx)
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_ip = ctx->ip;
     __u64 gs_reg_si = ctx->si;
-    __u64 gs_lines0 = 0;
-    __u8 gs_es0 = 0;
-    __u64 gs_ea0 = 0;
-    __u8 gs_es2 = 0;
-    __u64 gs_ea2 = 0;
+    volatile struct gs_decision *gs_dec = gs_begin_decision(0);
+    if (!gs_dec)
+        return 0;
+    gs_dec->lines[0] = 0;
     volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
     /* decide: evaluate the conditions, note the lines to render */
     {
@@ -250,12 +271,12 @@ int gs_probe_0(struct pt_regs *ctx)
         }
     gs_fail_0:;
         gs_cf0 = 1;
-        gs_es0 = gs_st;
-        gs_ea0 = gs_fa;
-        gs_lines0 |= 0x1ULL;
+        gs_dec->failed_status[0] = gs_st;
+        gs_dec->failed_address[0] = gs_fa;
+        gs_dec->lines[0] |= 0x1ULL;
     gs_done_0:;
         if (!gs_cf0 && gs_c0) {
-            gs_lines0 |= 0x2ULL;
+            gs_dec->lines[0] |= 0x2ULL;
         }
         else if (1) {
             {
@@ -276,21 +297,21 @@ int gs_probe_0(struct pt_regs *ctx)
                 }
             gs_fail_2:;
                 gs_cf2 = 1;
-                gs_es2 = gs_st;
-                gs_ea2 = gs_fa;
-                gs_lines0 |= 0x4ULL;
+                gs_dec->failed_status[1] = gs_st;
+                gs_dec->failed_address[1] = gs_fa;
+                gs_dec->lines[0] |= 0x4ULL;
             gs_done_2:;
                 if (!gs_cf2 && gs_c2) {
-                    gs_lines0 |= 0x8ULL;
+                    gs_dec->lines[0] |= 0x8ULL;
                 }
                 else if (!gs_cf2) {
-                    gs_lines0 |= 0x10ULL;
+                    gs_dec->lines[0] |= 0x10ULL;
                 }
             }
         }
     }
-    gs_lines0 |= 0x20ULL;
-    if (!(gs_lines0))
+    gs_dec->lines[0] |= 0x20ULL;
+    if (!(gs_dec->lines[0]))
         return 0;
     /* build: this event is sent */
     __u8 *ev = gs_begin_event(0, 128, 128);
@@ -298,14 +319,14 @@ int gs_probe_0(struct pt_regs *ctx)
         return 0;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     gs_fill_header(hdr, 0, GS_EVENT_TRACE, 128);
-    *(__u64 *)(ev + 40) = gs_lines0;
-    if (gs_lines0 & 0x1ULL) {
-        gs_fail_value(ev, 48, gs_es0, gs_ea0);
+    *(__u64 *)(ev + 40) = gs_dec->lines[0];
+    if (gs_dec->lines[0] & 0x1ULL) {
+        gs_fail_value(ev, 48, gs_dec->failed_status[0], gs_dec->failed_address[0]);
     }
-    if (gs_lines0 & 0x4ULL) {
-        gs_fail_value(ev, 88, gs_es2, gs_ea2);
+    if (gs_dec->lines[0] & 0x4ULL) {
+        gs_fail_value(ev, 88, gs_dec->failed_status[1], gs_dec->failed_address[1]);
     }
-    if (gs_lines0 & 0x2ULL) {
+    if (gs_dec->lines[0] & 0x2ULL) {
         {
             /* value 1: limit */
             if (gs_load(&gs_ld, ((__u64)((gs_reg_bp) + (0xffffffffffffffecULL))), 4, 1, &gs_st, &gs_fa))

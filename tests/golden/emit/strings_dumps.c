@@ -213,6 +213,28 @@ static __always_inline int gs_drop(__u8 *ev)
 
 /* --- end of fixed part --- */
 
+
+#if GS_SLEEPABLE
+BPF_TASK_STORAGE(gs_decisions, struct gs_decision);
+
+static __always_inline volatile struct gs_decision *gs_begin_decision(__u32 probe_id)
+{
+    struct gs_decision *decision = gs_decisions.task_storage_get(
+        bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!decision)
+        gs_count_output(probe_id, 1);
+    return decision;
+}
+#else
+BPF_PERCPU_ARRAY(gs_decisions, struct gs_decision, 1);
+
+static __always_inline volatile struct gs_decision *gs_begin_decision(__u32 probe_id)
+{
+    __u32 zero = 0;
+    return gs_decisions.lookup(&zero);
+}
+#endif
+
 int gs_probe_0(struct pt_regs *ctx)
 {
     __u8 gs_st = 0;
@@ -220,17 +242,15 @@ int gs_probe_0(struct pt_regs *ctx)
     __u64 gs_ld = 0;
     __u64 gs_reg_bp = ctx->bp;
     __u64 gs_reg_ip = ctx->ip;
-    __u64 gs_lines0 = 0;
-    __u8 gs_es4 = 0;
-    __u64 gs_ea4 = 0;
-    __u8 *ev = gs_begin_event(0, 1216, 1728);
-    if (!ev)
+    volatile struct gs_decision *gs_dec = gs_begin_decision(0);
+    if (!gs_dec)
         return 0;
-    __u8 *work = ev + 1216;
+    gs_dec->lines[0] = 0;
+    __u8 *work = (__u8 *)gs_dec->work;
     volatile __u64 gs_bias = gs_reg_ip - 0x1145ULL;
     /* decide: evaluate the conditions, note the lines to render */
-    gs_lines0 |= 0x1ULL;
-    gs_lines0 |= 0x2ULL;
+    gs_dec->lines[0] |= 0x1ULL;
+    gs_dec->lines[0] |= 0x2ULL;
     {
         /* if g_name == "GET" */
         __u64 gs_c4 = 0;
@@ -255,24 +275,28 @@ int gs_probe_0(struct pt_regs *ctx)
         }
     gs_fail_4:;
         gs_cf4 = 1;
-        gs_es4 = gs_st;
-        gs_ea4 = gs_fa;
-        gs_lines0 |= 0x4ULL;
+        gs_dec->failed_status[0] = gs_st;
+        gs_dec->failed_address[0] = gs_fa;
+        gs_dec->lines[0] |= 0x4ULL;
     gs_done_4:;
         if (!gs_cf4 && gs_c4) {
-            gs_lines0 |= 0x8ULL;
+            gs_dec->lines[0] |= 0x8ULL;
         }
     }
-    gs_lines0 |= 0x10ULL;
-    gs_lines0 |= 0x20ULL;
-    if (!(gs_lines0))
-        return gs_drop(ev);
+    gs_dec->lines[0] |= 0x10ULL;
+    gs_dec->lines[0] |= 0x20ULL;
+    if (!(gs_dec->lines[0]))
+        return 0;
     /* build: this event is sent */
+    __u8 *ev = gs_begin_event(0, 1216, 1728);
+    if (!ev)
+        return 0;
+    work = ev + 1216;
     struct gs_event_hdr *hdr = (struct gs_event_hdr *)ev;
     gs_fill_header(hdr, 0, GS_EVENT_TRACE, 1216);
-    *(__u64 *)(ev + 40) = gs_lines0;
-    if (gs_lines0 & 0x4ULL) {
-        gs_fail_value(ev, 1152, gs_es4, gs_ea4);
+    *(__u64 *)(ev + 40) = gs_dec->lines[0];
+    if (gs_dec->lines[0] & 0x4ULL) {
+        gs_fail_value(ev, 1152, gs_dec->failed_status[0], gs_dec->failed_address[0]);
     }
     {
         /* value 0: g_name */

@@ -40,5 +40,10 @@ void *__builtin_memset(void *dst, int c, unsigned long n);
 #define BPF_F_TABLE(type, key, leaf, name, n, flags) struct { leaf *(*lookup)(void *); \
     long (*insert)(void *, void *); } name
 #define BPF_F_NO_PREALLOC 1
+struct task_struct;
+struct task_struct *bpf_get_current_task_btf(void);
+#define BPF_LOCAL_STORAGE_GET_F_CREATE 1
+#define BPF_TASK_STORAGE(name, leaf) struct { \
+    leaf *(*task_storage_get)(void *, void *, int); } name
 __u64 __sync_fetch_and_add(__u64 *target, __u64 value);
 #endif

@@ -107,6 +107,15 @@ def test_sleepable_build_reads_with_faulting_helpers():
     assert "= gs_begin_event(" in plain and "= gs_begin_ring_event(" not in plain
 
 
+def test_sleepable_build_decides_per_thread():
+    """A sleepable probe may sleep mid-decision while another thread's run
+    uses its CPU: its decision is in task storage, not per CPU."""
+    sleepable, plain = (preprocess("conditions", f"GS_SLEEPABLE={on}") for on in (1, 0))
+    assert "gs_decisions.task_storage_get(" in sleepable
+    assert "gs_decisions.lookup(" not in sleepable
+    assert "gs_decisions.lookup(&zero)" in plain and "task_storage_get" not in plain
+
+
 def test_goldens_exist():
     assert {"basic", "perf_pidns", "conditions", "strings_dumps", "structs_backtrace"} \
         <= set(CASES)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gs_cgen.abi import abi
-from gs_cgen.emit.program import emit_probe
+from gs_cgen.emit.probe import emit_probe
 from gs_cgen.errors import PlanError
 from gs_cgen.plan.build import PlanOptions, build_plan
 from gs_cgen.plan.limits import event_limit, object_cap
