@@ -1,7 +1,8 @@
 """Per-hit cost of probes with several `if`s whose conditions are never
 true (issue 25): how a probe notes its decision (emit/probe.py) shows in
 what every hit pays before it knows nothing is sent. 1, 2 and 21 `if`s on
-the `nop` of target.c's hot loop, each in the default (sleepable) build
+the `nop` of target.c's hot loop, and one `if` comparing the local's
+bytes (memcmp: a comparison in the work area), each in the default (sleepable) build
 and in the non-sleepable one (GS_CGEN_SLEEPABLE=off), beside the BCC
 empty program; measured as the per-hit rows are (bench/hit.py).
 
@@ -22,6 +23,7 @@ from bench.report import Report
 from bench.tracers import NEVER, BccEmpty, GsCgen, Site, usable
 
 IF_COUNTS = (1, 2, 21)
+MEMCMP = 0          # the count that stands for the one memcmp `if`
 
 
 class GsCgenIfs(GsCgen):
@@ -31,12 +33,18 @@ class GsCgenIfs(GsCgen):
     def __init__(self, count: int, sleepable: bool, build: str = "", gs: str = GS) -> None:
         super().__init__(None if sleepable else {**ENV, "GS_CGEN_SLEEPABLE": "off"})
         self.count, self.gs = count, gs
-        self.name = f"gs-cgen{f' {build}' if build else ''} {count} if{'s' * (count > 1)}, " + \
+        what = "1 memcmp if" if count == MEMCMP else f"{count} if{'s' * (count > 1)}"
+        self.name = f"gs-cgen{f' {build}' if build else ''} {what}, " + \
             ("sleepable" if sleepable else "non-sleepable")
 
     def script(self, site: Site, kind: str) -> str:
-        body = " ".join(f"if {site.local} == {NEVER - i} {{ print {site.local}; }}"
-                        for i in range(self.count))
+        if self.count == MEMCMP:       # total's 4 bytes are never NEVER's
+            never = " ".join(f"{b:02x}" for b in NEVER.to_bytes(4, "little", signed=True))
+            body = (f'if memcmp(&{site.local}, hex("{never}"), 4) '
+                    f"{{ print {site.local}; }}")
+        else:
+            body = " ".join(f"if {site.local} == {NEVER - i} {{ print {site.local}; }}"
+                            for i in range(self.count))
         return f"trace {site.source_line} {{ {body} }}"
 
     def start(self, ctx, site, pid, kind, tag):
@@ -51,7 +59,7 @@ def measure(ctx: Context, binary: str, site: Site, n: int, rounds: int,
     watch = CodeWatch(binary, "hot")
     tracers = [GsCgenIfs(count, sleepable, label, gs)
                for label, gs in {"": GS, **(builds or {})}.items()
-               for sleepable in (True, False) for count in IF_COUNTS]
+               for sleepable in (True, False) for count in (*IF_COUNTS, MEMCMP)]
     return hit.measure(ctx, "decide", [binary, "loop", str(n)], n, site, watch,
                        usable(tracers + [BccEmpty()]), rounds)
 
