@@ -37,7 +37,7 @@ DIFFERENCES = {
     "or-struct": (
         "`1 || STRUCT` is a type error although the right side would not be evaluated, as in C "
         "and gdb (GhostScope accepts it).",
-        "`x || STRUCT` is a type error in gs-cgen, as in C"),
+        "`1 || STRUCT` (and `0 && STRUCT`) is a type error in gs-cgen, as in C; GhostScope accepts it"),
 }
 
 # FILE::TEST -> reason, for tests that cannot apply to gs-cgen at all.
@@ -52,12 +52,16 @@ def _squash(s: str) -> str:
 
 
 def _error_value(needle: str, stdout: str) -> bool:
-    """`EXPR = false` / `X=0` expected, gs-cgen printed `<error: ...>` there."""
-    m = re.match(r"(?s)(.*?)(false|true|0|-?\d+)\s*$", needle)
-    if not m or not m.group(1).strip():
-        return False
-    prefix = _squash(m.group(1))
-    return (prefix + "<error:") in _squash(stdout)
+    """`EXPR = false` / `SW:false AFTER` / `X=0` expected; gs-cgen printed
+    `<error: ...>` in the place of that value (on one line)."""
+    for m in re.finditer(r"(?<![\w.])(false|true|-?\d+)(?![\w.])", needle):
+        pre, post = _squash(needle[:m.start()]), _squash(needle[m.end():])
+        if not pre and not post:
+            continue
+        pattern = re.escape(pre) + r"<error:[^>]*>" + re.escape(post)
+        if any(re.search(pattern, _squash(line)) for line in stdout.splitlines()):
+            return True
+    return False
 
 
 def _hex_no_length(needle: str, script: str, stdout: str) -> bool:
@@ -102,26 +106,45 @@ def explain(failure: dict, run: dict) -> str | None:
     check = failure.get("check", "")
     got = failure.get("got", "")
     if check == "exit == 0" and got != "exit 0":
-        if re.search(r"\|\|", script) and re.search(r"type|struct", stderr, re.I) and \
-                re.search(r"\|\||&&", stderr):
+        # `1 || *p_struct`: gs-cgen's type error names the unevaluated operand
+        m = re.search(r"error: '([^']+)' of type '[^']*' is not a number or pointer", stderr)
+        if m and re.search(r"(\|\||&&)\s*\(?\s*" + re.escape(m.group(1)), script):
             return "or-struct"
     if check.startswith("exit != ") and got == "exit 0":
-        if re.search(r'memcmp\s*\([^)]*"', script):
-            return "memcmp-string"
+        string_vars = re.findall(r'let\s+(\w+)\s*=\s*"', script)
+        for args in re.findall(r"memcmp\s*\(([^;]*)\)", script):
+            if '"' in args.split("hex(")[0] or any(re.search(rf"\b{v}\b", args) for v in string_vars):
+                return "memcmp-string"
         if re.search(r"\$(pc|sp)\b", script):
             return "pc-sp"
     return None
 
 
+RUN_LEVEL = {"or-struct", "memcmp-string", "pc-sp", "enum-constant"}
+
+
 def classify(case) -> str | None:
-    """A reason when every failure of the case is a documented difference."""
-    runs = {r["line"]: r for r in case.runs}
+    """A reason when every failure of the case is a documented difference.
+
+    A difference that decides a run's exit status (the script is refused)
+    explains every other failed check on that run's output too."""
+    runs = {(r["line"], r.get("level")): r for r in case.runs}
     ids = set()
-    for f in case.failures:
-        run = runs.get(f.get("run_line"))
+    whole_run = set()
+    explained = {}
+    for k, f in enumerate(case.failures):
+        key = (f.get("run_line"), f.get("level"))
+        run = runs.get(key)
         if run is None:
             return None
         why = explain(f, run)
+        explained[k] = why
+        if why and set(why.split(",")) & RUN_LEVEL:
+            whole_run.add(key)
+    for k, f in enumerate(case.failures):
+        why = explained[k]
+        if not why and (f.get("run_line"), f.get("level")) in whole_run:
+            continue
         if not why:
             return None
         ids.update(why.split(","))

@@ -395,6 +395,7 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
     steps: list[Step] = []
     strs: dict[str, str] = {k: v for k, v in FILE_CONSTS.items() if not v[:1].isdigit()}
     nums: dict[str, str] = {k: v for k, v in FILE_CONSTS.items() if v[:1].isdigit()}
+    pending: dict[str, Run] = {}
     i = 0
     n = len(body)
     while i < n:
@@ -402,7 +403,8 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
         # let NAME = <literal> ;   let NAME = format!(..);   let NAME = [..];
         if t.is_("let") and i + 2 < n:
             j = i + 1
-            if body[j].is_("mut"):
+            is_mut = body[j].is_("mut")
+            if is_mut:
                 j += 1
             if body[j].is_("("):
                 close = match_close(body, j)
@@ -410,6 +412,12 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
                 if close + 1 < n and body[close + 1].is_("="):
                     end = _stmt_end(body, close + 2)
                     rhs = body[close + 2:end]
+                    if len(rhs) in (1, 2) and rhs[0].kind == "ident" and rhs[0].text in pending:
+                        # let result = runner.run().await; ...; let (exit_code, stdout, ..) = result?;
+                        r = pending[rhs[0].text]
+                        r.exit_var, r.stdout_var, r.stderr_var = (list(names) + [None] * 3)[:3]
+                        i = end + 1
+                        continue
                     run = _run_from(rhs, names, strs, nums, helpers, t.line)
                     if run:
                         steps.append(Step("run", t.line, run=run))
@@ -452,7 +460,10 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
                     else:
                         run = _run_from(rhs, [None, name, None], strs, nums, helpers, t.line)
                         if run:
+                            pending[name] = run
                             steps.append(Step("run", t.line, run=run))
+                        elif is_mut:       # set later in a loop: not a value we know
+                            steps.append(Step("unknown", t.line, name=name))
                         else:
                             steps.append(Step("bool", t.line, name=name, toks=rhs))
                     i = end + 1
@@ -525,7 +536,15 @@ def _run_from(rhs, names, strs, nums, helpers, line) -> Run | None:
     if call is None:
         return None
     script, problem = None, None
-    sarg = [x for x in (args[0] if args else []) if not x.is_("&")]
+    # the script argument: the first that is a script (helpers may take a fixture name first)
+    sidx = 0
+    for k, a in enumerate(args):
+        a2 = [x for x in a if not x.is_("&")]
+        if len(a2) == 1 and ((a2[0].kind == "str" and "trace" in a2[0].text) or
+                             (a2[0].kind == "ident" and "trace" in strs.get(a2[0].text, ""))):
+            sidx = k
+            break
+    sarg = [x for x in (args[sidx] if args else []) if not x.is_("&")]
     if len(sarg) == 1 and sarg[0].kind == "str":
         script = sarg[0].text
     elif len(sarg) == 1 and sarg[0].kind == "ident" and sarg[0].text in strs:
@@ -538,15 +557,15 @@ def _run_from(rhs, names, strs, nums, helpers, line) -> Run | None:
     else:
         problem = "script argument " + " ".join(_texts(sarg))[:80]
     timeout, depth, level = 3, None, None
-    ints = [(_int_of(a[0]), a) for a in args[1:] if len(a) == 1 and _int_of(a[0]) is not None]
+    ints = [_int_of(a[0]) for a in args[sidx + 1:] if len(a) == 1 and _int_of(a[0]) is not None]
     if "depth" in call and ints:
-        depth = ints[0][0]
+        depth = ints[0]
         ints = ints[1:]
-        if "rate" in call and ints:
-            ints = ints[1:]
+    # a timeout is seconds; larger numbers are event rates (output_events_per_sec)
+    ints = [v for v in ints if 1 <= v <= 60]
     if ints:
-        timeout = ints[-1][0] if "rate" in call else ints[0][0]
-    for a in args[1:]:
+        timeout = ints[0]
+    for a in args[sidx + 1:]:
         tx = [x.text for x in a if not x.is_("*") and not x.is_("&")]
         if len(tx) == 3 and tx[0] == "OptimizationLevel":
             level = tx[2]
@@ -923,6 +942,9 @@ def execute(case: Case, gs: str, startup: float, margin: float, log) -> None:
                     case.failures.append({"line": step.line, "check": f"ordered patterns {pats}",
                                           "missing": [missing], "stderr": _first_error(last_run["stderr"]),
                                           "level": variant.level, "run_line": last_run["line"]})
+            elif step.kind == "unknown":
+                env.bools[step.name] = UNKNOWN
+                env.texts.pop(step.name, None)
             elif step.kind == "bool":
                 before = len(env.checked)
                 try:
@@ -1095,7 +1117,20 @@ def main(argv=None) -> int:
     return write_results(out, args.gs_cgen, str(args.ghostscope), cases, results)
 
 
+def limit_cause(runs) -> str:
+    """'verifier E2BIG' / 'BPF stack 512' when a run hit one of those limits."""
+    for r in runs:
+        err = r.get("stderr") or ""
+        if "Argument list too long" in err or "E2BIG" in err:
+            return "verifier E2BIG"
+        if "stack limit of 512 bytes" in err or "BPF stack limit" in err:
+            return "BPF stack 512"
+    return ""
+
+
 def write_results(out: Path, gs: str, ghostscope: str, cases, results) -> int:
+    for c, d in zip(cases, results):
+        d["limit"] = limit_cause(c.runs) if c.verdict == "FAIL" else ""
     (out / "results.json").write_text(json.dumps({"gs_cgen": gs, "ghostscope": ghostscope,
                                                    "results": results}, indent=1))
     counts: dict[str, int] = {}
@@ -1111,7 +1146,8 @@ def write_results(out: Path, gs: str, ghostscope: str, cases, results) -> int:
         if c.verdict == "FAIL":
             f = c.failures[0]
             what = f.get("missing") or f["check"]
-            lines.append(f"FAIL {c.file}::{c.name} [{f['level']}] line {f['line']}: "
+            tag = limit_cause(c.runs)
+            lines.append(f"FAIL {c.file}::{c.name} [{f['level']}]{' {' + tag + '}' if tag else ''} line {f['line']}: "
                          f"{str(what)[:200]} | stderr: {f['stderr'][:200]}")
     for c in cases:
         if c.verdict == "DELIBERATE":

@@ -293,7 +293,13 @@ class Evaluator:
 
     def cmp(self):
         start = self.i
-        left = self.unary()
+        tok, op = self.peek(), self.peek(1)
+        if tok is not None and tok.kind == "ident" and tok.text in self.env.exit_vars and \
+                op is not None and op.text in ("==", "!=", ">", "<", ">=", "<="):
+            self.take()
+            left = None
+        else:
+            left = self.unary()
         tok = self.peek()
         if tok is not None and tok.kind == "punct" and tok.text in ("==", "!=", ">", "<", ">=", "<="):
             # only `exit_code OP NUM`
@@ -411,9 +417,14 @@ class Evaluator:
                     v = True
                     for r in results:
                         v = _and(v, r)
-                needle_desc = " ".join(t.text for t in body)
-                self.env.checked.append((f"some line: {needle_desc}" if how == "any"
-                                         else f"every line: {needle_desc}", v is True))
+                needles = [t.text for t in body if t.kind == "str"]
+                if v is True or not needles:
+                    desc = " ".join(t.text for t in body)
+                    self.env.checked.append((f"some line: {desc}" if how == "any"
+                                             else f"every line: {desc}", v is True))
+                else:                       # report the literals the lines were searched for
+                    for needle in needles:
+                        self.env.checked.append((needle, False))
                 return v
             if meth == "is_empty" and is_text:
                 return UNKNOWN if hay is None else (hay.strip() == "")
