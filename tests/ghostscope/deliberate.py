@@ -42,6 +42,13 @@ DIFFERENCES = {
 
 # FILE::TEST -> reason, for tests that cannot apply to gs-cgen at all.
 NOT_APPLICABLE: dict[str, str] = {
+    "globals_target_execution.rs::test_t_mode_library_late_start_without_sysmon_offsets_unavailable":
+        "GhostScope with its process monitor off (enable_sysmon_for_target = false) cannot learn a late "
+        "library's offsets; gs-cgen has no such mode (it resolves them), so the expected ExprError cannot occur",
+    "script_execution.rs::test_stripped_binary_with_explicit_debug_file":
+        "GhostScope's --debug-file option; gs-cgen has none (it finds .gnu_debuglink / build-id files itself)",
+    "script_execution.rs::test_explicit_debug_file_rejects_mismatch":
+        "GhostScope's --debug-file option; gs-cgen has none",
     "script_execution.rs::test_invalid_pid_handling":
         "GhostScope's own diagnostics for a PID that does not exist (the harness attaches to a live fixture)",
 }

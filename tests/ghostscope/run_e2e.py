@@ -717,6 +717,13 @@ def plan_case(file: str, fn, helpers: dict[str, HelperInfo], fixtures: Path, fns
                     lv = body[i + 2].text
                     break
         levels = [lv or "Debug"]
+    # a `-t` library named in the test itself (lib_path = dir.join("libgvars.so"))
+    body_libs = [t.text for t in body if t.kind == "str" and re.fullmatch(r"lib[\w-]+\.so(\.\d+)*", t.text)]
+    for r in runs:
+        if r.info.target_mode and body_libs and not r.info.libs and \
+                _find_seq(body, ["with_target", "(", "&", "lib_path"]) >= 0 or \
+                (r.info.target_mode and body_libs and not r.info.libs and "library" in fn.name):
+            r.info = HelperInfo(**{**asdict(r.info), "libs": body_libs[:1]})
     used = [r.info for r in runs]
     for lv in levels:
         path, problem = binary_for(body, file, used, lv, fixtures)
@@ -1006,7 +1013,11 @@ def reclassify(out: Path) -> int:
     for d in data["results"]:
         c = Case(d["file"], d["test"], d["line"], d["verdict"], d["reason"])
         c.failures, c.runs, c.unchecked, c.checks = d["failures"], d["runs"], d["unchecked"], d["checks"]
-        if c.verdict in ("FAIL", "DELIBERATE"):
+        na = deliberate.NOT_APPLICABLE.get(f"{c.file}::{c.name}")
+        if na:
+            c.verdict, c.reason = "NOT_APPLICABLE", na
+            d["verdict"], d["reason"] = c.verdict, c.reason
+        elif c.verdict in ("FAIL", "DELIBERATE"):
             why = deliberate.classify(c)
             c.verdict, c.reason = ("DELIBERATE", why) if why else ("FAIL", "")
             d["verdict"], d["reason"] = c.verdict, c.reason
