@@ -8,7 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+
+from tests.prerequisites import require
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "man" / "gs-cgen.1"
@@ -27,8 +28,7 @@ def test_the_committed_page_is_up_to_date():
 
 
 def _rendered() -> str:
-    if shutil.which("man") is None:
-        pytest.skip("man-db is not installed")
+    require(None if shutil.which("man") else "man-db is not installed")
     env = dict(os.environ, MANWIDTH="200", LANG="C.UTF-8", MAN_KEEP_FORMATTING="")
     result = subprocess.run(["man", "--warnings", "-l", str(PAGE)], capture_output=True,
                             text=True, env=env, timeout=60)

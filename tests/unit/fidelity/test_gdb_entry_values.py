@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 
-import pytest
 
 from fidelity import gdb_recorder, libpython
 from fidelity.environment import TARGET_ENVIRONMENT
@@ -62,8 +61,8 @@ def test_an_entry_value_in_an_inlined_frame_is_read_in_its_real_frame():
         variables = {v.name: v for v in module.variables_at(site.address)}
         if isinstance(getattr(variables.get("type"), "location", None), CallSiteValue):
             addresses.append(site.address)
-    if not addresses:
-        pytest.skip("this libpython build reads format_float_short's type otherwise")
+    require(None if addresses else
+            "this libpython build reads format_float_short's type otherwise")
     script = gdb_recorder.SCRIPT
     env = dict(TARGET_ENVIRONMENT, GS_ADDRESSES=json.dumps(addresses), GS_LIBRARY=library)
     done = subprocess.run(
