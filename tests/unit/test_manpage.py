@@ -8,7 +8,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-
 from tests.prerequisites import require
 
 REPO = Path(__file__).resolve().parents[2]
