@@ -447,6 +447,9 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
                     elif rhs and rhs[0].is_("first_backtrace_block_after"):
                         close = match_close(rhs, 1)
                         steps.append(Step("derive", t.line, name=name, toks=rhs[2:close]))
+                    elif rhs and rhs[0].is_("matching_backtrace_block_with_ordered_patterns_after"):
+                        close = match_close(rhs, 1)
+                        steps.append(Step("derive_matching", t.line, name=name, toks=rhs[2:close]))
                     elif (lst := _literal_list(rhs)) is not None:
                         steps.append(Step("strs", t.line, name=name, values=lst))
                     elif rhs and any(x.kind == "ident" and x.text in ("OptimizationLevel",) for x in rhs[:1]) \
@@ -511,6 +514,11 @@ def _stmt_end(body: list[Tok], start: int) -> int:
     return len(body)
 
 
+def _is_script(text: str) -> bool:
+    """A trace script, not a fixture name such as `backtrace_hot_program`."""
+    return re.search(r"(?m)^\s*trace\s+\S", text) is not None
+
+
 def _run_from(rhs, names, strs, nums, helpers, line) -> Run | None:
     """A run of gs-cgen in the right-hand side of a let, if any."""
     call = None
@@ -540,8 +548,8 @@ def _run_from(rhs, names, strs, nums, helpers, line) -> Run | None:
     sidx = 0
     for k, a in enumerate(args):
         a2 = [x for x in a if not x.is_("&")]
-        if len(a2) == 1 and ((a2[0].kind == "str" and "trace" in a2[0].text) or
-                             (a2[0].kind == "ident" and "trace" in strs.get(a2[0].text, ""))):
+        if len(a2) == 1 and ((a2[0].kind == "str" and _is_script(a2[0].text)) or
+                             (a2[0].kind == "ident" and _is_script(strs.get(a2[0].text, "")))):
             sidx = k
             break
     sarg = [x for x in (args[sidx] if args else []) if not x.is_("&")]
@@ -720,9 +728,9 @@ def plan_case(file: str, fn, helpers: dict[str, HelperInfo], fixtures: Path, fns
     # a `-t` library named in the test itself (lib_path = dir.join("libgvars.so"))
     body_libs = [t.text for t in body if t.kind == "str" and re.fullmatch(r"lib[\w-]+\.so(\.\d+)*", t.text)]
     for r in runs:
-        if r.info.target_mode and body_libs and not r.info.libs and \
-                _find_seq(body, ["with_target", "(", "&", "lib_path"]) >= 0 or \
-                (r.info.target_mode and body_libs and not r.info.libs and "library" in fn.name):
+        names_lib = (_find_seq(body, ["with_target", "(", "&", "lib_path"]) >= 0
+                     or "library" in fn.name or "library" in r.call)
+        if r.info.target_mode and body_libs and not r.info.libs and names_lib:
             r.info = HelperInfo(**{**asdict(r.info), "libs": body_libs[:1]})
     used = [r.info for r in runs]
     for lv in levels:
@@ -898,7 +906,15 @@ def execute(case: Case, gs: str, startup: float, margin: float, log) -> None:
                         env.texts[name] = res["stdout"]
                 if r.stderr_var and r.stderr_var != "_":
                     env.texts[r.stderr_var] = None      # GhostScope's wording: not judged
-                if r.exit_var and r.exit_var != "_":
+                if r.exit_var and "count" in r.exit_var:
+                    # GhostScope's backtrace helpers return the number of
+                    # `backtrace: ` blocks, and fail unless the run exited 0
+                    env.counts[r.exit_var] = res["stdout"].count("backtrace: ")
+                    if res["exit"] != 0:
+                        case.failures.append({"line": step.line, "check": "exit == 0 (helper's ensure!)",
+                                              "got": f"exit {res['exit']}", "stderr": _first_error(res["stderr"]),
+                                              "level": variant.level, "run_line": step.line})
+                elif r.exit_var and r.exit_var != "_":
                     env.exit_vars.add(r.exit_var)
                 env.exit_code = res["exit"]
             elif step.kind == "derive":
@@ -930,6 +946,25 @@ def execute(case: Case, gs: str, startup: float, margin: float, log) -> None:
                                           "missing": [problem], "stderr": _first_error(last_run["stderr"]),
                                           "level": variant.level, "run_line": last_run["line"]})
                 env.texts[step.name] = block if block is not None else ""
+            elif step.kind == "derive_matching":
+                # (stdout, stderr, marker, depth, description, patterns): the
+                # first backtrace block after the marker that holds the
+                # patterns in order
+                parts = split_top(step.toks)
+                src = [x for x in parts[0] if not x.is_("&")] if parts else []
+                text = env.texts.get(src[0].text) if len(src) == 1 else None
+                marker = parts[2][0].text if len(parts) > 5 and parts[2][0].kind == "str" else None
+                pats = _patterns(parts[5], env) if len(parts) > 5 else None
+                if text is None or marker is None or pats is None:
+                    continue
+                case.checks += 1
+                block = next((b for b in _blocks_after(text, marker) if _ordered_missing(b, pats) is None), None)
+                if block is None:
+                    case.failures.append({"line": step.line, "check": f"a backtrace block with {pats}",
+                                          "missing": [f"backtrace block with {pats}"],
+                                          "stderr": _first_error(last_run["stderr"]),
+                                          "level": variant.level, "run_line": last_run["line"]})
+                env.texts[step.name] = block or ""
             elif step.kind == "ordered":
                 parts = split_top(step.toks)
                 src = [x for x in parts[0] if not x.is_("&")] if parts else []
@@ -938,13 +973,7 @@ def execute(case: Case, gs: str, startup: float, margin: float, log) -> None:
                 if text is None or pats is None:
                     continue
                 case.checks += 1
-                cursor, missing = 0, None
-                for pat in pats:
-                    k = text.find(pat, cursor)
-                    if k < 0:
-                        missing = pat
-                        break
-                    cursor = k + len(pat)
+                missing = _ordered_missing(text, pats)
                 if missing is not None:
                     case.failures.append({"line": step.line, "check": f"ordered patterns {pats}",
                                           "missing": [missing], "stderr": _first_error(last_run["stderr"]),
@@ -994,6 +1023,64 @@ def execute(case: Case, gs: str, startup: float, margin: float, log) -> None:
                                           "missing": missing,
                                           "stderr": _first_error(last_run["stderr"]),
                                           "level": variant.level, "run_line": last_run["line"]})
+
+
+def _ordered_missing(text: str, patterns: list[str]) -> str | None:
+    """The first pattern not found after the previous one, else None."""
+    cursor = 0
+    for pat in patterns:
+        k = text.find(pat, cursor)
+        if k < 0:
+            return pat
+        cursor = k + len(pat)
+    return None
+
+
+def _patterns(toks: list[Tok], env: Env) -> list[str] | None:
+    lst = _literal_list(toks)
+    if lst is not None:
+        return lst
+    names = [x for x in toks if not x.is_("&")]
+    return env.lists.get(names[0].text) if len(names) == 1 else None
+
+
+def _blocks_after(text: str, marker: str) -> list[str]:
+    """The `backtrace:` blocks after each occurrence of the marker (a block
+    ends at the next line that is not one of its frames)."""
+    blocks = []
+    for chunk in text.split(marker)[1:]:
+        current = None
+        for line in chunk.splitlines():
+            if line.lstrip().startswith("backtrace:"):
+                if current is not None:
+                    blocks.append(current)
+                current = line.strip() + "\n"
+            elif current is not None and line.startswith(" "):
+                current += line + "\n"
+            elif current is not None:
+                blocks.append(current)
+                current = None
+        if current is not None:
+            blocks.append(current)
+    return blocks
+
+
+def unjudged_refusal(case: Case) -> None:
+    """A test none of whose checks could be evaluated cannot pass on a run
+    that gs-cgen refused: that refusal is its failure. A test that judges
+    stderr's wording is one that expects an error; its refusal is no
+    failure (the wording is GhostScope's, not judged)."""
+    if case.failures or case.checks:
+        return
+    if any(u.get("why") == "depends on stderr wording" for u in case.unchecked):
+        return
+    for run in case.runs:
+        if run.get("exit") not in (0, None):
+            case.failures.append({"line": run["line"], "check": "gs-cgen ran the script",
+                                  "got": f"exit {run['exit']}",
+                                  "stderr": _first_error(run.get("stderr") or ""),
+                                  "level": run.get("level"), "run_line": run["line"]})
+            return
 
 
 def _first_error(stderr: str) -> str:
@@ -1105,6 +1192,7 @@ def main(argv=None) -> int:
             continue
         log(f"{c.file}::{c.name}")
         execute(c, args.gs_cgen, args.startup, args.margin, log)
+        unjudged_refusal(c)
         if c.failures:
             why = deliberate.classify(c)
             if why:

@@ -236,6 +236,7 @@ class Env:
         self.lists: dict[str, list[str]] = {}
         self.strs: dict[str, str] = {}
         self.exit_vars: set[str] = set()
+        self.counts: dict[str, int] = {}            # event counts a helper returned
         self.exit_code: int | None = None
         self.checked: list[tuple[str, bool]] = []   # (needle, found) for the report
 
@@ -294,7 +295,8 @@ class Evaluator:
     def cmp(self):
         start = self.i
         tok, op = self.peek(), self.peek(1)
-        if tok is not None and tok.kind == "ident" and tok.text in self.env.exit_vars and \
+        if tok is not None and tok.kind == "ident" and \
+                (tok.text in self.env.exit_vars or tok.text in self.env.counts) and \
                 op is not None and op.text in ("==", "!=", ">", "<", ">=", "<="):
             self.take()
             left = None
@@ -306,8 +308,9 @@ class Evaluator:
             lhs = self.t[start:self.i]
             op = self.take().text
             rhs = self.take()
-            if len(lhs) == 1 and lhs[0].text in self.env.exit_vars and rhs.kind == "num":
-                code = self.env.exit_code
+            if len(lhs) == 1 and rhs.kind == "num" and \
+                    (lhs[0].text in self.env.exit_vars or lhs[0].text in self.env.counts):
+                code = self.env.counts.get(lhs[0].text, self.env.exit_code)
                 if code is None:
                     return UNKNOWN
                 n = int(rhs.text.rstrip("iu3264"))
