@@ -10,6 +10,11 @@ dpkg -s linux-headers-amd64 >/dev/null 2>&1 || need_apt+=(linux-headers-amd64)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)      # the C++ fixtures
 command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
+# clang's DWARF 5 (DW_FORM_loclistx, DW_OP_addrx, DW_FORM_rnglistx): the
+# clang fixtures of tests/unit/dwarf and tests/live; libc++ for the C++
+# std fixture built with -stdlib=libc++ (tests/live/test_cpp_std_live.py)
+command -v clang >/dev/null 2>&1 || need_apt+=(clang)
+dpkg -s libc++-dev >/dev/null 2>&1 || need_apt+=(libc++-dev libc++abi-dev)
 # glibc's DWARF: tests/live/test_glibc_live.py traces malloc, strlen, ... by name
 dpkg -s libc6-dbg >/dev/null 2>&1 || need_apt+=(libc6-dbg)
 command -v make >/dev/null 2>&1 || need_apt+=(make)

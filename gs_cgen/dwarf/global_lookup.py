@@ -29,6 +29,39 @@ def _address_needle(address: int) -> bytes:
     return b"\x03" + struct.pack("<Q", address)
 
 
+def _uleb(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _indexed_address_needle(index: int) -> bytes:
+    # DW_AT_location [DW_FORM_exprloc: length, DW_OP_addrx <index>]: clang's
+    # DWARF 5 keeps the address itself in .debug_addr
+    op = b"\xa1" + _uleb(index)
+    return _uleb(len(op)) + op
+
+
+def _address_table_slots(table: bytes, address: int):
+    """(addr_base, index) of each .debug_addr slot holding `address`: the
+    section is a series of tables, each an 8-byte header (DWARF 5 section
+    7.27) then 8-byte addresses; a CU's DW_AT_addr_base is where its
+    table's addresses start."""
+    start = 0
+    while start + 8 <= len(table):
+        length = struct.unpack_from("<I", table, start)[0]
+        if length >= 0xFFFFFFF0:            # 64-bit DWARF tables: not produced for x86_64
+            return
+        base, end = start + 8, start + 4 + length
+        for pos in range(base, end - 7, 8):
+            if struct.unpack_from("<Q", table, pos)[0] == address:
+                yield base, (pos - base) // 8
+        start = end
+
+
 class GlobalLookup:
     def __init__(self, module) -> None:
         self._module = module
@@ -138,6 +171,24 @@ class GlobalLookup:
             die = self._die_enclosing(pos)
             if die is not None and die.tag == "DW_TAG_variable" and die_name(die) in names:
                 return die
+        if needle.startswith(b"\x03") and len(needle) == 9:
+            return self._indexed_variable_die(struct.unpack_from("<Q", needle, 1)[0], names)
+        return None
+
+    def _indexed_variable_die(self, address: int, names: set[str]):
+        """The variable whose location is DW_OP_addrx of a .debug_addr slot
+        holding `address`, in a CU whose table that is."""
+        dwarf = self._module._dwarf
+        table = dwarf.section_data(getattr(dwarf.dwarfinfo, "debug_addr_sec", None))
+        for base, index in _address_table_slots(table, address):
+            needle = _indexed_address_needle(index)
+            for pos in dwarf.find_bytes(needle, _SEARCH_LIMIT * 16):
+                die = self._die_enclosing(pos + len(needle) - 1)
+                if die is None or die.tag != "DW_TAG_variable" or die_name(die) not in names:
+                    continue
+                addr_base = die.cu.get_top_DIE().attributes.get("DW_AT_addr_base")
+                if addr_base is not None and addr_base.value == base:
+                    return die
         return None
 
     def _die_enclosing(self, pos: int):

@@ -402,6 +402,9 @@ class ValueSlot:
     capture: Capture
     expr_text: str
     span: SourceSpan
+    # why the probe may find the value unavailable (GS_STATUS_UNAVAILABLE):
+    # the reason of the first operand that cannot be computed at this PC
+    unavailable_reason: str | None = None
 
     @property
     def ctype(self) -> CType | None:

@@ -23,7 +23,7 @@ from gs_cgen.plan.model import (BacktraceCapture, BacktraceLine, Capture, Compos
                                 ExprErrorLine, ExprLine, FormatLine, IfStep, KnownBytesCapture,
                                 MemoryCapture, NoCapture, PrintStep, ProbePlan, ProbeSite,
                                 RenderLine, ScalarCapture, ScriptString, SlotRef, Step,
-                                StringCapture, ValueSlot, VariableArrayCapture)
+                                StringCapture, ValueSlot, VariableArrayCapture, capture_scalars)
 from gs_cgen.plan.follows import plan_follows_noted
 from gs_cgen.plan.modules import ModuleSet
 from gs_cgen.printers import cpp
@@ -49,6 +49,18 @@ def _optimized_out_operands(condition) -> tuple[str, ...]:
             found.setdefault(node.operand)
         pending.extend(reversed(ir.scalar_children(node)))
     return tuple(found)
+
+
+def _unavailable_reason(capture) -> str | None:
+    """The reason of the first operand of a value that cannot be computed
+    at this PC (an unsupported location), for `<error: REASON>`."""
+    pending = list(reversed(capture_scalars(capture)))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ir.Fail) and node.status == "GS_STATUS_UNAVAILABLE":
+            return node.reason
+        pending.extend(reversed(ir.scalar_children(node)))
+    return None
 
 
 @dataclass
@@ -431,7 +443,7 @@ def lay_out(site: ProbeSite, specs: list[_SlotSpec], lines: list[RenderLine],
     for index, spec in enumerate(specs):
         data_offset = offset + SLOT_HEADER_SIZE
         slots.append(ValueSlot(index, offset, data_offset, spec.size, spec.capture,
-                               spec.text, spec.span))
+                               spec.text, spec.span, _unavailable_reason(spec.capture)))
         offset = data_offset + align(spec.size, 8)
     if offset > limit.size:
         largest = max(specs, key=lambda spec: spec.size)

@@ -95,7 +95,8 @@ def decode_slot(raw: bytes, slot: ValueSlot):
             return values.decode_raw(capture.ctype, capture.data)
         return values.decode_object(capture.ctype, capture.data)
     if status is not ValueStatus.OK:
-        return values.error_value(status, address, None, slot.ctype)
+        detail = slot.unavailable_reason if status is ValueStatus.UNAVAILABLE else None
+        return values.error_value(status, address, detail, slot.ctype)
     match capture:
         case ScalarCapture(ctype=ctype, raw=True) if not arith.is_integer(ctype):
             return values.decode_raw(ctype, data[:min(type_size(ctype), 8)])

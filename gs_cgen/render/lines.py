@@ -114,7 +114,7 @@ def expr_error_reason(value, optimized_out: tuple[str, ...] = ()) -> str:
         return (f"{', '.join(optimized_out)} optimized out at this PC" if optimized_out
                 else "optimized out")
     reason = _REASONS.get(value.status) or value.detail or value.status.value
-    if value.status in _ARITHMETIC:
+    if value.status in _ARITHMETIC or value.status is ValueStatus.UNAVAILABLE:
         return reason                   # no memory was involved: no address to name
     return f"{reason} at 0x{value.address or 0:x}"
 

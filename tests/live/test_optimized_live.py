@@ -70,6 +70,23 @@ def test_an_unreadable_float_parameter_does_not_cost_the_others(build_dir, start
     assert id_["status"] == "ok" and id_["value"] == 40 + bucket["value"] // 5 % 3
 
 
+def test_a_value_computed_from_an_unreadable_one_says_why(build_dir, start_target):
+    """A value, or a condition, built on `celsius` (unavailable: in xmm0)
+    carries celsius's reason; it was `<error: None>` and `ExprError: ...
+    (unavailable at 0x0)` (GhostScope's clang entry_value tests)."""
+    binary = compile_fixture(build_dir, "float_param.c", "-g -O2 -fPIE -pie")
+    target = start_target(binary)
+    line = next(n for n, text in enumerate((FIXTURES / "float_param.c").read_text()
+                                            .splitlines(), 1) if "g_sink += id;" in text)
+    script = (f'trace float_param.c:{line} {{ let c = cast(celsius, "long") + id; '
+              f'print "{{}}", c; if c > 0 {{ print "positive"; }} }}')
+    result = gs_cgen("trace", "-p", str(target.pid), "-s", script, "--max-events", "1",
+                     "--output", "plain")
+    assert result.returncode == 0, result.stderr
+    reason = "unsupported: entry value in SIMD register xmm0 (not in pt_regs)"
+    assert result.stdout.splitlines() == [f"<error: {reason}>", f"ExprError: c > 0 ({reason})"]
+
+
 def test_float_arguments_from_constant_call_sites(build_dir, start_target):
     """-O2: f and d arrive in xmm0/xmm1, which no probe reads. At mix()'s
     entry, and where DWARF gives f as its entry value, the caller's call

@@ -32,6 +32,7 @@ class LocationReader:
         """`section_read(section, offset, size)`: bytes of a DWARF section,
         for decoding location lists without pyelftools (dwarf/location/loclists.py)."""
         self._dwarfinfo = dwarfinfo
+        self._section_read = section_read
         lists = dwarfinfo.location_lists()
         self._lists = RawLocationLists(dwarfinfo, lists, section_read) \
             if lists is not None and section_read is not None else lists
@@ -102,7 +103,9 @@ class LocationReader:
         try:
             offset = attr.value
             if attr.form == "DW_FORM_loclistx":
-                offset = self._loclistx_offset(die.cu, attr.value)
+                # by its index: pyelftools 0.32 and 0.33 also resolve `value`
+                # to the list's offset, through the section's stream
+                offset = self._loclistx_offset(die.cu, attr.raw_value)
             entries = self._decoded.get(offset)
             if entries is None:
                 entries = self._decoded[offset] = \
@@ -115,9 +118,13 @@ class LocationReader:
     def _loclistx_offset(self, cu, index: int) -> int:
         # DWARF 5 section 7.29: offsets table follows DW_AT_loclists_base.
         base = cu.get_top_DIE().attributes["DW_AT_loclists_base"].value
-        stream = self._dwarfinfo.debug_loclists_sec.stream
-        stream.seek(base + 4 * index)
-        return base + struct.unpack("<I", stream.read(4))[0]
+        section = self._dwarfinfo.debug_loclists_sec
+        if self._section_read is not None:
+            slot = self._section_read(section, base + 4 * index, 4)
+        else:
+            section.stream.seek(base + 4 * index)
+            slot = section.stream.read(4)
+        return base + struct.unpack("<I", slot)[0]
 
     def parse_ops(self, expr: list[int], cu) -> list | UnsupportedLocation:
         """The operations of expression bytes, or why they cannot be decoded."""
