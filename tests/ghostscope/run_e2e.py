@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -134,8 +135,92 @@ def build_fixtures(repo: Path, work: Path, log) -> Path:
         r = subprocess.run(["make", "-s", *args], cwd=dst / fixture, capture_output=True, text=True)
         if r.returncode != 0:
             log(f"build: make {' '.join(args)} in {fixture} failed: {r.stderr.strip()[-300:]}")
+    if clang and shutil.which("objcopy"):
+        build_breg_fixture(dst / "entry_value_breg_program", clang, log)
     stamp.write_text("ok\n")
     return dst
+
+
+def _uleb(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _sleb(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        done = (n == 0 and not b & 0x40) or (n == -1 and b & 0x40)
+        out.append(b | (0 if done else 0x80))
+        if done:
+            return bytes(out)
+
+
+def breg_debug_sections(func_addr: int, func_size: int) -> dict[str, bytes]:
+    """The DWARF 4 unit entry_value_recovery_execution.rs writes with gimli
+    (write_synthetic_entry_value_breg_sections): a CU with `int` and
+    stack_entry_target [func_addr, +func_size) whose parameter `payload` is
+    DW_OP_entry_value(DW_OP_breg7 +8) -- a stack-passed argument read
+    through the caller's frame. Strings are inline (DW_FORM_string, as
+    gimli's AttributeValue::String), so .debug_str is empty."""
+    string, data1, addr, udata, ref4, exprloc = 0x08, 0x0B, 0x01, 0x0F, 0x13, 0x18
+    abbrevs = [(1, 0x11, True, [(0x03, string)]),                                   # compile_unit
+               (2, 0x24, False, [(0x03, string), (0x0B, data1), (0x3E, data1)]),   # base_type
+               (3, 0x2E, True, [(0x03, string), (0x11, addr), (0x12, udata)]),     # subprogram
+               (4, 0x05, False, [(0x03, string), (0x49, ref4), (0x02, exprloc)])]  # formal_parameter
+    abbrev = b"".join(_uleb(code) + _uleb(tag) + bytes([children]) +
+                      b"".join(_uleb(a) + _uleb(f) for a, f in attrs) + b"\0\0"
+                      for code, tag, children, attrs in abbrevs) + b"\0"
+    header = 4 + 2 + 4 + 1
+    dies = _uleb(1) + b"entry_value_breg_program.c\0"
+    int_offset = header + len(dies)
+    dies += _uleb(2) + b"int\0" + bytes([4, 0x05])                                # DW_ATE_signed
+    dies += _uleb(3) + b"stack_entry_target\0" + func_addr.to_bytes(8, "little") + _uleb(func_size)
+    inner = bytes([0x77]) + _sleb(8)                                                # DW_OP_breg7 8
+    expr = bytes([0xA3]) + _uleb(len(inner)) + inner                                # DW_OP_entry_value
+    dies += _uleb(4) + b"payload\0" + int_offset.to_bytes(4, "little") + _uleb(len(expr)) + expr
+    dies += b"\0\0"
+    body = (4).to_bytes(2, "little") + (0).to_bytes(4, "little") + bytes([8]) + dies
+    info = len(body).to_bytes(4, "little") + body
+    return {".debug_abbrev": abbrev, ".debug_info": info, ".debug_str": b""}
+
+
+def build_breg_fixture(d: Path, clang: str, log) -> None:
+    """entry_value_breg_program_clang_debuglink as compile_entry_value_breg_
+    program_clang() builds it: clang -O2 -no-pie, debug info split into a
+    .gnu_debuglink file whose .debug_info is replaced by the synthetic unit
+    above (clang emits no such entry_value(breg) itself)."""
+    binary = d / "entry_value_breg_program_clang_debuglink"
+    debug = d / "entry_value_breg_program_clang_debuglink.debug"
+    if binary.exists() and debug.exists():
+        return
+    try:
+        def run(*argv):
+            r = subprocess.run(list(map(str, argv)), cwd=d, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"{argv[0]} {argv[1]}: {r.stderr.strip()[-300:]}")
+        run(clang, "-Wall", "-Wextra", "-gdwarf-4", "-O2", "-fomit-frame-pointer", "-no-pie",
+            "-o", binary, d / "entry_value_breg_program.c")
+        run("objcopy", "--only-keep-debug", binary, debug)
+        run("objcopy", "--strip-debug", binary)
+        func, anchor = elf_symbol(binary, "stack_entry_target"), elf_symbol(binary, "entry_value_breg_anchor")
+        if func is None or anchor is None:
+            raise RuntimeError("stack_entry_target / entry_value_breg_anchor not in the symbol table")
+        size = max(func[1], anchor[0] - func[0] + 16)
+        with tempfile.TemporaryDirectory(dir=d) as tmp:
+            for name, data in breg_debug_sections(func[0], size).items():
+                (Path(tmp) / name[1:]).write_bytes(data)
+                run("objcopy", "--update-section", f"{name}={Path(tmp) / name[1:]}", debug)
+        subprocess.run(["objcopy", "--remove-section", ".debug_aranges", str(debug)], capture_output=True)
+        run("objcopy", "--add-gnu-debuglink", debug, binary)
+    except (RuntimeError, OSError) as e:
+        log(f"build: entry_value_breg_program_clang_debuglink failed: {e}")
+        binary.unlink(missing_ok=True)
+        debug.unlink(missing_ok=True)
 
 # --------------------------------------------------------------- analysis
 
@@ -268,6 +353,7 @@ class Run:
     line: int
     depth: int | None = None
     config: bool = False
+    target_link: tuple | None = None   # (file next to the binary, link name): -t a symlink to it
 
 
 @dataclass
@@ -295,10 +381,90 @@ def _literal_list(toks: list[Tok]) -> list[str] | None:
 
 # format! arguments that are the target's PID as GhostScope sees it: filled
 # in when the target runs.
-PID_NAMES = {"host_pid", "input_pid", "pid", "target_pid", "visible_pid", "sandbox_pid"}
+PID_NAMES = {"host_pid", "input_pid", "pid", "target_pid", "visible_pid", "sandbox_pid", "test_pid"}
 PID_PLACEHOLDER = "\x00PID\x00"
 FILE_CONSTS: dict[str, str] = {}
 ALL_HELPERS: dict = {}
+
+# ------------------------------------------------- addresses GhostScope's API computes
+#
+# A few tests build `trace 0x{pc:x}` from an address GhostScope's Rust API
+# computes at run time. The script keeps a placeholder
+# `\x00ADDR|KIND|MODULE|QUERY|SPEC\x00` (MODULE: "" = the test's binary, else a
+# file next to it, e.g. libgvars.so), filled in once the fixture is known, by
+# an oracle that gives the address that API returns -- never by gs-cgen:
+#
+# - func: DwarfAnalyzer::lookup_function_addresses(NAME)[0]. For a concrete
+#   subprogram GhostScope takes the first row after low_pc that has
+#   prologue_end, else the next is_stmt row (LineMappingTable::
+#   find_first_executable_address), kept only inside the function's range;
+#   that is gdb's breakpoint address (gdb also honours prologue_end, else
+#   skips to the function's second line-table row). Several locations
+#   (inline copies) are not needed by any test and are refused.
+# - line: lookup_addresses_by_source_line(FILE, N)[0]: per group of rows
+#   within 32 bytes the first is_stmt row of that line, lowest first; that is
+#   the lowest `starts at address` of gdb's `info line FILE:N`.
+# - sym: the e2e file's own lookup_symbol(): the ELF symbol's st_value
+#   (readelf -sW).
+
+ADDR_OPEN = "\x00ADDR|"
+ADDR_RE = re.compile(r"\x00ADDR\|(\w+)\|([^|]*)\|([^|]*)\|([^\x00]*)\x00")
+
+
+def addr_placeholder(kind: str, module: str, query: str) -> str:
+    return f"{ADDR_OPEN}{kind}|{module}|{query}|\x00"
+
+
+def _tool(argv: list[str]) -> str:
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    return r.stdout + r.stderr
+
+
+def gdb_function_address(path: Path, name: str) -> int | None:
+    """gdb's breakpoint address for a function, unrelocated (module-relative)."""
+    out = _tool(["gdb", "-batch", "-nx", "-ex", f"break {name}", str(path)])
+    m = re.search(r"^Breakpoint 1 at (0x[0-9a-f]+)", out, re.M)
+    return int(m.group(1), 16) if m and "locations)" not in out else None
+
+
+def gdb_line_address(path: Path, where: str) -> int | None:
+    """The lowest address gdb's `info line FILE:N` says the line starts at."""
+    out = _tool(["gdb", "-batch", "-nx", "-ex", f"info line {where}", str(path)])
+    found = [int(a, 16) for a in re.findall(r"starts at address (0x[0-9a-f]+)", out)]
+    return min(found) if found else None
+
+
+def elf_symbol(path: Path, name: str) -> tuple[int, int] | None:
+    """(st_value, st_size) of a symbol, as the `object` crate reports them."""
+    for line in _tool(["readelf", "-sW", str(path)]).splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[7] == name and f[0].endswith(":"):
+            return int(f[1], 16), int(f[2], 0)
+    return None
+
+
+def resolve_addresses(script: str, binary: str) -> tuple[str, str | None]:
+    """The script with its address placeholders filled in for this binary,
+    or (script, why not)."""
+    problems = []
+
+    def one(m: re.Match) -> str:
+        kind, module, query, spec = m.groups()
+        path = Path(binary) if not module else Path(binary).parent / module
+        if kind == "func":
+            addr = gdb_function_address(path, query)
+        elif kind == "line":
+            addr = gdb_line_address(path, query)
+        else:
+            sym = elf_symbol(path, query)
+            addr = sym[0] if sym else None
+        if addr is None:
+            problems.append(f"harness: no {kind} address for {query} in {path.name}")
+            return m.group(0)
+        return format(addr, spec or "d")
+
+    out = ADDR_RE.sub(one, script)
+    return out, (problems[0] if problems else None)
 
 
 def file_consts(toks: list[Tok]) -> dict[str, str]:
@@ -360,18 +526,18 @@ def _format_script(toks: list[Tok], strs: dict, nums: dict) -> str:
             i += 2
         elif fmt[i] == "{":
             end = fmt.index("}", i)
-            key = fmt[i + 1:end].split(":")[0]
+            key, _, spec = fmt[i + 1:end].partition(":")
             if key == "":
-                out.append(str(positional[pos]))
+                out.append(_with_spec(positional[pos], spec))
                 pos += 1
             elif key.isdigit():
-                out.append(str(positional[int(key)]))
+                out.append(_with_spec(positional[int(key)], spec))
             elif key in named:
-                out.append(str(named[key]))
+                out.append(_with_spec(named[key], spec))
             elif key in strs:
                 out.append(strs[key])
             elif key in nums:
-                out.append(nums[key])
+                out.append(_with_spec(nums[key], spec))
             elif key in PID_NAMES:
                 out.append(PID_PLACEHOLDER)
             else:
@@ -381,6 +547,119 @@ def _format_script(toks: list[Tok], strs: dict, nums: dict) -> str:
             out.append(fmt[i])
             i += 1
     return "".join(out)
+
+
+def _with_spec(value, spec: str) -> str:
+    """A format! argument as text. Only an address placeholder takes the
+    spec (`{pc:x}`): its value exists only once the fixture is known, so the
+    spec travels with it; literals are written as they are."""
+    text = str(value)
+    if spec and text.startswith(ADDR_OPEN) and text.endswith("|\x00"):
+        return text[:-1] + spec + "\x00"
+    return text
+
+
+@dataclass
+class PathState:
+    """What a test's `let`s say about files and addresses: DwarfAnalyzers
+    and the module each reads ("" = the test's binary), address lists,
+    files next to the binary (`bin_dir.join("libgvars.so")`), temp dirs,
+    files in them, and symlinks made there (name -> (file it points to,
+    link name))."""
+    analyzers: dict = field(default_factory=dict)
+    addr_lists: dict = field(default_factory=dict)
+    files: dict = field(default_factory=lambda: {"binary_path": ""})
+    tempdirs: set = field(default_factory=set)
+    temp_files: dict = field(default_factory=dict)
+    links: dict = field(default_factory=dict)
+
+
+def _single_name(toks: list[Tok]) -> str | None:
+    t = [x for x in toks if not x.is_("&")]
+    return t[0].text if len(t) == 1 and t[0].kind == "ident" else None
+
+
+def _call_args(rhs: list[Tok], method: str) -> list[list[Tok]] | None:
+    k = _find_seq(rhs, [method, "("])
+    return split_top(rhs[k + 2:match_close(rhs, k + 1)]) if k >= 0 else None
+
+
+def path_let(name: str, rhs: list[Tok], ps: PathState, nums: dict) -> bool:
+    """Record a `let` about files or GhostScope-computed addresses; True if
+    it was one. Addresses become placeholders in `nums` (see ADDR_OPEN)."""
+    first = rhs[0].text if rhs and rhs[0].kind == "ident" else None
+    if (args := _call_args(rhs, "from_exec_path")) is not None and _find_seq(rhs, ["DwarfAnalyzer"]) >= 0:
+        module = ps.files.get(_single_name(args[0]) if args else None)
+        if module is not None:
+            ps.analyzers[name] = module
+        return True
+    if first in ps.analyzers and len(rhs) > 3 and rhs[1].is_("."):
+        args = _call_args(rhs, rhs[2].text) or []
+        lits = [a[0].text for a in args if len(a) == 1 and a[0].kind in ("str", "num")]
+        kind = {"lookup_function_addresses": "func", "lookup_addresses_by_source_line": "line"}.get(rhs[2].text)
+        if kind is None or len(lits) != len(args):
+            return False
+        query = lits[0] if kind == "func" else f"{lits[0]}:{re.sub(r'[^0-9].*', '', lits[1])}"
+        ph = addr_placeholder(kind, ps.analyzers[first], query)
+        if _find_seq(rhs, ["first", "(", ")"]) >= 0:           # .first().map(|a| a.address)
+            nums[name] = ph
+        else:
+            ps.addr_lists[name] = ph
+        return True
+    if first in ps.addr_lists and len(rhs) >= 6 and rhs[1].is_("[") and rhs[2].text == "0" \
+            and rhs[4].is_(".") and rhs[5].is_("address"):           # addrs[0].address
+        nums[name] = ps.addr_lists[first]
+        return True
+    if first in ps.tempdirs and (args := _call_args(rhs, "join")) and args[0][0].kind == "str":
+        ps.temp_files[name] = args[0][0].text                 # temp_dir.path().join("x.so")
+        return True
+    if (args := _call_args(rhs, "join")) and len(args[0]) == 1 and args[0][0].kind == "str" \
+            and re.fullmatch(r"lib[\w-]+\.so(\.\d+)*", args[0][0].text):
+        ps.files[name] = args[0][0].text                      # bin_dir.join("libgvars.so")
+        return True
+    if _find_seq(rhs, ["tempdir_in", "("]) >= 0 or _find_seq(rhs, ["tempdir", "("]) >= 0:
+        ps.tempdirs.add(name)
+        return True
+    return False
+
+
+def symlink_statement(toks: list[Tok], i: int, ps: PathState) -> int:
+    """`unix_fs::symlink(&lib_path, &target_symlink)?;` at toks[i]: record
+    the link (made again at run time, see run_gs); return the index after
+    it, else i."""
+    if not (toks[i].is_("symlink") and i + 1 < len(toks) and toks[i + 1].is_("(")):
+        return i
+    close = match_close(toks, i + 1)
+    args = split_top(toks[i + 2:close])
+    src, dst = (_single_name(args[0]), _single_name(args[1])) if len(args) == 2 else (None, None)
+    if src in ps.files and dst in ps.temp_files:
+        ps.links[dst] = (ps.files[src], ps.temp_files[dst])
+    return close + 1
+
+
+def symbol_let(names: list, rhs: list[Tok], ps: PathState, nums: dict) -> bool:
+    """`let (pc, _) = lookup_symbol(&binary_path, NAME)?;` (the e2e file's
+    own ELF symbol lookup): pc becomes a `sym` placeholder."""
+    if not (rhs and rhs[0].is_("lookup_symbol") and len(rhs) > 1 and rhs[1].is_("(")):
+        return False
+    args = split_top(rhs[2:match_close(rhs, 1)])
+    if len(args) != 2 or len(args[1]) != 1 or not names or not names[0]:
+        return False
+    module = ps.files.get(_single_name(args[0]))
+    sym = args[1][0].text if args[1][0].kind == "str" else FILE_CONSTS.get(args[1][0].text)
+    if module is None or not sym:
+        return False
+    nums[names[0]] = addr_placeholder("sym", module, sym)
+    return True
+
+
+# Assertion helpers of a test file that check that some stdout line matches
+# REGEX with group N equal to the target's host PID (their bodies use a
+# Regex, which the evaluator does not read): name -> (REGEX, N).
+PID_LINE_HELPERS = {
+    # globals_target_execution.rs
+    "assert_saw_lib_counter_for_host_pid": (r"PID:([0-9]+) HP:([0-9]+) LC:([0-9]+)", 2),
+}
 
 
 def _int_of(tok: Tok) -> int | None:
@@ -396,10 +675,14 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
     strs: dict[str, str] = {k: v for k, v in FILE_CONSTS.items() if not v[:1].isdigit()}
     nums: dict[str, str] = {k: v for k, v in FILE_CONSTS.items() if v[:1].isdigit()}
     pending: dict[str, Run] = {}
+    ps = PathState()
     i = 0
     n = len(body)
     while i < n:
         t = body[i]
+        if (k := symlink_statement(body, i, ps)) != i:
+            i = k
+            continue
         # let NAME = <literal> ;   let NAME = format!(..);   let NAME = [..];
         if t.is_("let") and i + 2 < n:
             j = i + 1
@@ -418,7 +701,10 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
                         r.exit_var, r.stdout_var, r.stderr_var = (list(names) + [None] * 3)[:3]
                         i = end + 1
                         continue
-                    run = _run_from(rhs, names, strs, nums, helpers, t.line)
+                    if symbol_let(names, rhs, ps, nums):
+                        i = end + 1
+                        continue
+                    run = _run_from(rhs, names, strs, nums, helpers, t.line, ps.links)
                     if run:
                         steps.append(Step("run", t.line, run=run))
                     i = end + 1
@@ -452,6 +738,8 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
                         steps.append(Step("derive_matching", t.line, name=name, toks=rhs[2:close]))
                     elif (lst := _literal_list(rhs)) is not None:
                         steps.append(Step("strs", t.line, name=name, values=lst))
+                    elif path_let(name, rhs, ps, nums):
+                        pass
                     elif rhs and any(x.kind == "ident" and x.text in ("OptimizationLevel",) for x in rhs[:1]) \
                             and len(rhs) == 3:
                         steps.append(Step("str", t.line, name=name, text="level:" + rhs[2].text))
@@ -461,7 +749,7 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
                         levels = [x.text for x in rhs if x.text in LEVEL_SUFFIX]
                         steps.append(Step("levels", t.line, name=name, values=levels))
                     else:
-                        run = _run_from(rhs, [None, name, None], strs, nums, helpers, t.line)
+                        run = _run_from(rhs, [None, name, None], strs, nums, helpers, t.line, ps.links)
                         if run:
                             pending[name] = run
                             steps.append(Step("run", t.line, run=run))
@@ -488,6 +776,11 @@ def analyse(body: list[Tok], helpers: dict[str, HelperInfo]) -> list[Step]:
                 and i + 2 < n and body[i + 1].is_("!") and body[i + 2].is_("("):
             close = match_close(body, i + 2)
             steps.append(Step("assert", t.line, name=t.text, toks=body[i + 3:close]))
+            i = close + 1
+            continue
+        if t.kind == "ident" and t.text in PID_LINE_HELPERS and i + 1 < n and body[i + 1].is_("("):
+            close = match_close(body, i + 1)
+            steps.append(Step("pid_line", t.line, name=t.text, toks=body[i + 2:close]))
             i = close + 1
             continue
         if t.is_("assert_ordered_patterns") and i + 1 < n and body[i + 1].is_("("):
@@ -519,11 +812,13 @@ def _is_script(text: str) -> bool:
     return re.search(r"(?m)^\s*trace\s+\S", text) is not None
 
 
-def _run_from(rhs, names, strs, nums, helpers, line) -> Run | None:
-    """A run of gs-cgen in the right-hand side of a let, if any."""
+def _run_from(rhs, names, strs, nums, helpers, line, links=None) -> Run | None:
+    """A run of gs-cgen in the right-hand side of a let, if any. `links`:
+    symlinks the test made (PathState.links), for `.with_target(&link)`."""
     call = None
     args: list[list[Tok]] = []
     info = None
+    target_link = None
     for k, x in enumerate(rhs):
         if x.kind == "ident" and x.text in helpers and helpers[x.text].runner and \
                 k + 1 < len(rhs) and rhs[k + 1].is_("("):
@@ -540,6 +835,11 @@ def _run_from(rhs, names, strs, nums, helpers, line) -> Run | None:
             to = _find_seq(rhs, ["timeout_secs", "("])
             if to >= 0 and rhs[to + 2].kind == "num":
                 args.append([rhs[to + 2]])
+            wt = _find_seq(rhs, ["with_target", "("])
+            link = (links or {}).get(_single_name(rhs[wt + 2:match_close(rhs, wt + 1)])) if wt >= 0 else None
+            if link:
+                info.libs = [link[0]]
+                target_link = link
             break
     if call is None:
         return None
@@ -587,7 +887,7 @@ def _run_from(rhs, names, strs, nums, helpers, line) -> Run | None:
     else:
         exit_var, stdout_var, stderr_var = padded[0], padded[1], padded[2]
     return Run(call, script, problem, timeout, exit_var, stdout_var, stderr_var, level, info, line,
-               depth, config)
+               depth, config, target_link)
 
 # ------------------------------------------------------------------ cases
 
@@ -613,9 +913,23 @@ class Case:
     checks: int = 0
 
 
+# Helpers of a test file that build their own fixture binary: name ->
+# (fixture dir, binary), built by build_fixtures.
+FIXTURE_BUILDERS = {
+    "compile_entry_value_breg_program_clang": ("entry_value_breg_program",
+                                               "entry_value_breg_program_clang_debuglink"),
+}
+
+
 def binary_for(body: list[Tok], file: str, helpers_used: list[HelperInfo], level: str,
                fixtures: Path) -> tuple[str | None, str | None]:
     """(path, problem) of the fixture binary a test runs."""
+    for i, t in enumerate(body):
+        if t.kind == "ident" and t.text in FIXTURE_BUILDERS and i + 1 < len(body) and body[i + 1].is_("("):
+            path = fixtures.joinpath(*FIXTURE_BUILDERS[t.text])
+            if not path.exists():
+                return None, f"fixture binary {path.name} not built (needs clang and objcopy)"
+            return str(path), None
     # explicit in the body
     for i, t in enumerate(body):
         if t.kind != "ident" or i + 2 >= len(body) or not body[i + 1].is_("("):
@@ -793,8 +1107,15 @@ def run_gs(gs: str, run: Run, variant: Variant, startup: float, margin: float) -
     lib = run.info.libs[0] if run.info.libs else None
     args = ["trace", "--output", "plain"]
     target = None
+    script, problem = resolve_addresses(run.script, binary)
+    if problem:
+        return {"argv": [], "exit": None, "ready": False, "killed": False, "stdout": "",
+                "stderr": problem, "seconds": 0, "script": script}
+    link_dir = None
     if target_mode:
         tpath = str(Path(binary).parent / lib) if lib else binary
+        if run.target_link:
+            link_dir, tpath = make_target_link(binary, *run.target_link)
         args += ["-t", tpath]
         if run.info.pid_mode and run.call == "GhostscopeRunner":      # -t PATH -p PID
             target = Proc([binary], cwd=str(Path(binary).parent), capture=False)
@@ -810,9 +1131,10 @@ def run_gs(gs: str, run: Run, variant: Variant, startup: float, margin: float) -
         args += ["--backtrace-depth", str(min(max(run.depth, 1), 128))]
     elif run.info.cli:
         args += run.info.cli
-    script = run.script
     if PID_PLACEHOLDER in script:
         if target is None:          # -t mode: the PID exists only later
+            if link_dir:
+                shutil.rmtree(link_dir, ignore_errors=True)
             return {"argv": [], "exit": None, "ready": False, "killed": False, "stdout": "",
                     "stderr": "harness: script needs the PID of a -t target", "seconds": 0}
         script = script.replace(PID_PLACEHOLDER, str(target.p.pid))
@@ -850,12 +1172,26 @@ def run_gs(gs: str, run: Run, variant: Variant, startup: float, margin: float) -
             th.join(5)
     if target:
         target.stop()
+    if link_dir:
+        shutil.rmtree(link_dir, ignore_errors=True)
     code = gsp.p.returncode
     if killed:
         code = 0 if gsp.stdout_text().strip() else -9      # GhostScope's runner does the same
     return {"argv": [gs, *args], "exit": code, "ready": ready, "killed": killed,
             "stdout": gsp.stdout_text(), "stderr": gsp.stderr_text(),
-            "seconds": round(time.time() - t0, 2)}
+            "seconds": round(time.time() - t0, 2), "script": script,
+            "target_pid": target.p.pid if target else None}
+
+
+def make_target_link(binary: str, file: str, link: str) -> tuple[str, str]:
+    """(temp dir, link path): the symlink a test makes to a fixture file in
+    a fresh `.ghostscope-test-target-*` dir (GhostScope's tests make it in
+    their workspace; here next to the fixture dirs), so that `-t` names the
+    link and the script's module suffix is the link's name."""
+    d = tempfile.mkdtemp(prefix=".ghostscope-test-target-", dir=str(Path(binary).parent.parent))
+    path = os.path.join(d, link)
+    os.symlink(str(Path(binary).parent / file), path)
+    return d, path
 
 
 def exit_expectation(step: Step, env: Env):
@@ -896,7 +1232,7 @@ def execute(case: Case, gs: str, startup: float, margin: float, log) -> None:
                 res = run_gs(gs, r, variant, startup, margin)
                 res["line"] = step.line
                 res["level"] = variant.level
-                res["script"] = r.script
+                res.setdefault("script", r.script)
                 case.runs.append(res)
                 last_run = res
                 log(f"    run line {step.line} [{variant.level}] exit={res['exit']} "
@@ -965,6 +1301,8 @@ def execute(case: Case, gs: str, startup: float, margin: float, log) -> None:
                                           "stderr": _first_error(last_run["stderr"]),
                                           "level": variant.level, "run_line": last_run["line"]})
                 env.texts[step.name] = block or ""
+            elif step.kind == "pid_line":
+                pid_line_check(case, step, env, last_run, variant)
             elif step.kind == "ordered":
                 parts = split_top(step.toks)
                 src = [x for x in parts[0] if not x.is_("&")] if parts else []
@@ -1023,6 +1361,24 @@ def execute(case: Case, gs: str, startup: float, margin: float, log) -> None:
                                           "missing": missing,
                                           "stderr": _first_error(last_run["stderr"]),
                                           "level": variant.level, "run_line": last_run["line"]})
+
+
+def pid_line_check(case: Case, step: Step, env: Env, last_run, variant) -> None:
+    """A PID_LINE_HELPERS call: some line of the run's stdout carries the
+    PID of the target the harness started."""
+    parts = split_top(step.toks)
+    text = env.texts.get(_single_name(parts[0])) if parts else None
+    pid = last_run.get("target_pid") if last_run else None
+    if text is None or pid is None:
+        case.unchecked.append({"line": step.line, "assert": step.name, "why": "no stdout or target PID"})
+        return
+    regex, group = PID_LINE_HELPERS[step.name]
+    case.checks += 1
+    if not any((m := re.search(regex, line)) and m.group(group) == str(pid) for line in text.splitlines()):
+        case.failures.append({"line": step.line, "check": f"{step.name}: a line /{regex}/ with group {group} == {pid}",
+                              "missing": [f"/{regex}/ with host PID {pid}"],
+                              "stderr": _first_error(last_run["stderr"]),
+                              "level": variant.level, "run_line": last_run["line"]})
 
 
 def _ordered_missing(text: str, patterns: list[str]) -> str | None:
