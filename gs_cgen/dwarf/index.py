@@ -202,11 +202,21 @@ class DwarfIndex:
         if self._cu_range_index is None:
             self._cu_range_index = sorted(
                 (lo, hi, off) for off in self.cu_offsets()
-                for lo, hi in self.die_ranges(self.cu_at(off).get_top_DIE()))
+                for lo, hi in self._cu_ranges(self.cu_at(off).get_top_DIE()))
         for lo, hi, off in self._cu_range_index:
             if lo <= address < hi:
                 return self.cu_at(off)
         return None
+
+    def _cu_ranges(self, top) -> list[tuple[int, int]]:
+        """A CU's ranges; for a CU that gives none (they are optional, and
+        some producers leave them out) its functions' ranges, as gdb
+        finds the function of a PC there."""
+        ranges = self.die_ranges(top)
+        if ranges or not top.has_children:
+            return ranges
+        return [r for child in top.iter_children() if child.tag == "DW_TAG_subprogram"
+                for r in self.die_ranges(child)]
 
     def info_bytes(self) -> bytes:
         return self.section_data(self.dwarfinfo.debug_info_sec)

@@ -33,8 +33,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 
 import deliberate  # noqa: E402
+from synthetic_dwarf import replace_debug_info, stack_argument_unit  # noqa: E402
 from rustlite import (UNKNOWN, Env, Tok, Unsupported, evaluate, functions,  # noqa: E402
                       match_close, split_top, tokenize)
 
@@ -141,59 +143,11 @@ def build_fixtures(repo: Path, work: Path, log) -> Path:
     return dst
 
 
-def _uleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _sleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        done = (n == 0 and not b & 0x40) or (n == -1 and b & 0x40)
-        out.append(b | (0 if done else 0x80))
-        if done:
-            return bytes(out)
-
-
-def breg_debug_sections(func_addr: int, func_size: int) -> dict[str, bytes]:
-    """The DWARF 4 unit entry_value_recovery_execution.rs writes with gimli
-    (write_synthetic_entry_value_breg_sections): a CU with `int` and
-    stack_entry_target [func_addr, +func_size) whose parameter `payload` is
-    DW_OP_entry_value(DW_OP_breg7 +8) -- a stack-passed argument read
-    through the caller's frame. Strings are inline (DW_FORM_string, as
-    gimli's AttributeValue::String), so .debug_str is empty."""
-    string, data1, addr, udata, ref4, exprloc = 0x08, 0x0B, 0x01, 0x0F, 0x13, 0x18
-    abbrevs = [(1, 0x11, True, [(0x03, string)]),                                   # compile_unit
-               (2, 0x24, False, [(0x03, string), (0x0B, data1), (0x3E, data1)]),   # base_type
-               (3, 0x2E, True, [(0x03, string), (0x11, addr), (0x12, udata)]),     # subprogram
-               (4, 0x05, False, [(0x03, string), (0x49, ref4), (0x02, exprloc)])]  # formal_parameter
-    abbrev = b"".join(_uleb(code) + _uleb(tag) + bytes([children]) +
-                      b"".join(_uleb(a) + _uleb(f) for a, f in attrs) + b"\0\0"
-                      for code, tag, children, attrs in abbrevs) + b"\0"
-    header = 4 + 2 + 4 + 1
-    dies = _uleb(1) + b"entry_value_breg_program.c\0"
-    int_offset = header + len(dies)
-    dies += _uleb(2) + b"int\0" + bytes([4, 0x05])                                # DW_ATE_signed
-    dies += _uleb(3) + b"stack_entry_target\0" + func_addr.to_bytes(8, "little") + _uleb(func_size)
-    inner = bytes([0x77]) + _sleb(8)                                                # DW_OP_breg7 8
-    expr = bytes([0xA3]) + _uleb(len(inner)) + inner                                # DW_OP_entry_value
-    dies += _uleb(4) + b"payload\0" + int_offset.to_bytes(4, "little") + _uleb(len(expr)) + expr
-    dies += b"\0\0"
-    body = (4).to_bytes(2, "little") + (0).to_bytes(4, "little") + bytes([8]) + dies
-    info = len(body).to_bytes(4, "little") + body
-    return {".debug_abbrev": abbrev, ".debug_info": info, ".debug_str": b""}
-
-
 def build_breg_fixture(d: Path, clang: str, log) -> None:
     """entry_value_breg_program_clang_debuglink as compile_entry_value_breg_
     program_clang() builds it: clang -O2 -no-pie, debug info split into a
     .gnu_debuglink file whose .debug_info is replaced by the synthetic unit
-    above (clang emits no such entry_value(breg) itself)."""
+    of tests/synthetic_dwarf.py (clang emits no such entry_value(breg) itself)."""
     binary = d / "entry_value_breg_program_clang_debuglink"
     debug = d / "entry_value_breg_program_clang_debuglink.debug"
     if binary.exists() and debug.exists():
@@ -211,13 +165,10 @@ def build_breg_fixture(d: Path, clang: str, log) -> None:
         if func is None or anchor is None:
             raise RuntimeError("stack_entry_target / entry_value_breg_anchor not in the symbol table")
         size = max(func[1], anchor[0] - func[0] + 16)
-        with tempfile.TemporaryDirectory(dir=d) as tmp:
-            for name, data in breg_debug_sections(func[0], size).items():
-                (Path(tmp) / name[1:]).write_bytes(data)
-                run("objcopy", "--update-section", f"{name}={Path(tmp) / name[1:]}", debug)
-        subprocess.run(["objcopy", "--remove-section", ".debug_aranges", str(debug)], capture_output=True)
+        replace_debug_info(debug, stack_argument_unit("entry_value_breg_program.c", "stack_entry_target",
+                                                      func[0], size, "payload"))
         run("objcopy", "--add-gnu-debuglink", debug, binary)
-    except (RuntimeError, OSError) as e:
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
         log(f"build: entry_value_breg_program_clang_debuglink failed: {e}")
         binary.unlink(missing_ok=True)
         debug.unlink(missing_ok=True)

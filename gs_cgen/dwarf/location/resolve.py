@@ -121,9 +121,12 @@ class LocationResolver:
 
     def _intact_entries(self, tree: tuple) -> tuple:
         """Entry values of registers the function never writes are the
-        registers themselves."""
+        registers themselves; rsp's is CFA - 8 wherever the CFA is known
+        (the call pushed the return address just below the CFA)."""
         if tree[0] == "entry" and tree[1] <= 16 and register_name(tree[1]) not in self.written:
             return ("reg", tree[1], 0)
+        if tree[0] == "entry" and tree[1] == _RSP and isinstance(cfa := self.context.cfa(), tuple):
+            return ("reg", cfa[0], cfa[1] - 8)
         if tree[0] in ("const", "reg", "static", "entry", "param"):
             return tree
         return (tree[0], *(self._intact_entries(t) if isinstance(t, tuple) else t
@@ -174,6 +177,9 @@ class LocationResolver:
             return CallSiteValue(AtRegisterOffset(cfa[0], cfa[1] - 8), cases)
         return OptimizedOut(f"entry value of {_inputs_text(lost)}, and no call site says how "
                             "it was computed")
+
+
+_RSP = 7                    # DWARF register number (x86-64 psABI)
 
 
 def _inputs_text(lost: set[tuple]) -> str:
