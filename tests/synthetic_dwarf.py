@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from gs_cgen.dwarf.raw import uleb_bytes
+
 _DW_FORM_ADDR, _DW_FORM_DATA1, _DW_FORM_STRING, _DW_FORM_UDATA = 0x01, 0x0B, 0x08, 0x0F
 _DW_FORM_REF4, _DW_FORM_EXPRLOC = 0x13, 0x18
 _DW_TAG_COMPILE_UNIT, _DW_TAG_BASE_TYPE, _DW_TAG_SUBPROGRAM = 0x11, 0x24, 0x2E
@@ -18,15 +20,6 @@ _DW_TAG_FORMAL_PARAMETER = 0x05
 _DW_AT_NAME, _DW_AT_BYTE_SIZE, _DW_AT_ENCODING, _DW_AT_LOW_PC = 0x03, 0x0B, 0x3E, 0x11
 _DW_AT_HIGH_PC, _DW_AT_TYPE, _DW_AT_LOCATION = 0x12, 0x49, 0x02
 _DW_ATE_SIGNED, _DW_OP_BREG7, _DW_OP_ENTRY_VALUE = 0x05, 0x77, 0xA3
-
-
-def uleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def sleb(n: int) -> bytes:
@@ -54,18 +47,18 @@ def stack_argument_unit(cu_name: str, function: str, address: int, size: int,
                (4, _DW_TAG_FORMAL_PARAMETER, False, [(_DW_AT_NAME, _DW_FORM_STRING),
                                                      (_DW_AT_TYPE, _DW_FORM_REF4),
                                                      (_DW_AT_LOCATION, _DW_FORM_EXPRLOC)])]
-    abbrev = b"".join(uleb(code) + uleb(tag) + bytes([children]) +
-                      b"".join(uleb(a) + uleb(f) for a, f in attributes) + b"\0\0"
+    abbrev = b"".join(uleb_bytes(code) + uleb_bytes(tag) + bytes([children]) +
+                      b"".join(uleb_bytes(a) + uleb_bytes(f) for a, f in attributes) + b"\0\0"
                       for code, tag, children, attributes in abbrevs) + b"\0"
     header_size = 4 + 2 + 4 + 1               # unit_length, version, abbrev offset, address size
-    dies = uleb(1) + cu_name.encode() + b"\0"
+    dies = uleb_bytes(1) + cu_name.encode() + b"\0"
     int_offset = header_size + len(dies)
-    dies += uleb(2) + b"int\0" + bytes([4, _DW_ATE_SIGNED])
-    dies += uleb(3) + function.encode() + b"\0" + address.to_bytes(8, "little") + uleb(size)
+    dies += uleb_bytes(2) + b"int\0" + bytes([4, _DW_ATE_SIGNED])
+    dies += uleb_bytes(3) + function.encode() + b"\0" + address.to_bytes(8, "little") + uleb_bytes(size)
     inner = bytes([_DW_OP_BREG7]) + sleb(8)
-    expression = bytes([_DW_OP_ENTRY_VALUE]) + uleb(len(inner)) + inner
-    dies += uleb(4) + parameter.encode() + b"\0" + int_offset.to_bytes(4, "little") + \
-        uleb(len(expression)) + expression
+    expression = bytes([_DW_OP_ENTRY_VALUE]) + uleb_bytes(len(inner)) + inner
+    dies += uleb_bytes(4) + parameter.encode() + b"\0" + int_offset.to_bytes(4, "little") + \
+        uleb_bytes(len(expression)) + expression
     dies += b"\0\0"
     body = (4).to_bytes(2, "little") + (0).to_bytes(4, "little") + bytes([8]) + dies
     return {".debug_abbrev": abbrev, ".debug_info": len(body).to_bytes(4, "little") + body,

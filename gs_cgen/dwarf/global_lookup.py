@@ -16,6 +16,7 @@ from gs_cgen.elf.image import SymbolKind
 from gs_cgen.dwarf.function_lookup import base_names
 from gs_cgen.dwarf.index import die_name, inherited_attr, origin_having
 from gs_cgen.dwarf.model import GlobalVariable
+from gs_cgen.dwarf.raw import uleb_bytes
 from gs_cgen.dwarf.rustsymbols import rust_static_names, rust_statics
 from gs_cgen.dwarf.location.tls import tls_expression_bytes
 from gs_cgen.dwarf.types import type_size
@@ -29,20 +30,11 @@ def _address_needle(address: int) -> bytes:
     return b"\x03" + struct.pack("<Q", address)
 
 
-def _uleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def _indexed_address_needle(index: int) -> bytes:
     # DW_AT_location [DW_FORM_exprloc: length, DW_OP_addrx <index>]: clang's
     # DWARF 5 keeps the address itself in .debug_addr
-    op = b"\xa1" + _uleb(index)
-    return _uleb(len(op)) + op
+    op = b"\xa1" + uleb_bytes(index)
+    return uleb_bytes(len(op)) + op
 
 
 def _address_table_slots(table: bytes, address: int):
