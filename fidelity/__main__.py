@@ -21,11 +21,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--programs", default=",".join(p.name for p in corpus.PROGRAMS),
                         help="comma-separated corpus programs (default: all; '' for none)")
     parser.add_argument("--no-python", action="store_true", help="leave libpython3.11 out")
-    parser.add_argument("--out", type=Path, default=REPO / "build" / "fidelity")
+    parser.add_argument("--compiler", choices=tuple(corpus.COMPILERS), default="gcc",
+                        help="of the C and C++ corpus: gcc/g++ (default) or clang/clang++")
+    parser.add_argument("--out", type=Path,
+                        help="default: build/fidelity, build/fidelity-clang for clang")
     options = parser.parse_args(argv)
+    if options.out is None:
+        suffix = "" if options.compiler == "gcc" else f"-{options.compiler}"
+        options.out = REPO / "build" / f"fidelity{suffix}"
     started = time.monotonic()
     targets = corpus.build(tuple(options.levels.split(",")),
-                           _programs(options.programs.split(",")), options.out)
+                           _programs(options.programs.split(",")), options.out,
+                           options.compiler)
     if not options.no_python:
         from fidelity import libpython  # noqa: PLC0415
         targets.append(libpython.target())
@@ -46,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     print(report.format_reasons(results))
     print(report.format_bugs(results))
     json_path = options.out / "report.json"
-    report.write_json(results, json_path, seconds)
-    print(f"\n{len(targets)} targets in {seconds:.0f} s; report: {json_path}")
+    report.write_json(results, json_path, seconds, options.compiler)
+    print(f"\n{len(targets)} targets ({options.compiler}) in {seconds:.0f} s; "
+          f"report: {json_path}")
     return 0 if all(r.measured for r in results) else 1
 
 

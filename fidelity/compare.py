@@ -7,7 +7,10 @@ Both tools' values become one canonical JSON form, compared exactly:
   long double             -> "x87:" + the value rounded to x87's 64-bit
                              significand ([-]SIGNIFICANDpEXPONENT): exact from
                              gdb's 80 bits; whatever decimal text or number
-                             gs-cgen gives is rounded the same way
+                             gs-cgen gives is rounded the same way; an
+                             encoding the FPU rejects (integer bit not equal
+                             to "exponent != 0") -> "x87:invalid", gdb's
+                             `<invalid float value>`, which gs-cgen prints too
   enum                    -> "enum:NAME" (first enumerator with that value; a Rust
                              one's last path component), else the number
   pointer                 -> "p:0x..."; a DW_OP_implicit_pointer (gdb: <synthetic
@@ -29,7 +32,8 @@ Both tools' values become one canonical JSON form, compared exactly:
                              `[uninitialized]` (DW_OP_GNU_uninit: gdb shows
                              whatever the location holds but says it is no
                              value yet); gs-cgen: any status but ok/truncated,
-                             or a missing member)
+                             a missing member, or an aggregate with no leaf
+                             where gdb's whole value is optimized out)
 
 A variable is one value, however many members it has. Comparing leaf by
 leaf (the gdb value gives the shape):
@@ -90,9 +94,18 @@ def x87_key(value: Fraction | None, sign: str = "") -> str | None:
     return f"x87:{sign}{significand:x}p{exponent}"
 
 
+X87_INVALID = "x87:invalid"
+_INVALID_FLOAT_TEXT = "<invalid float value>"
+
+
 def x87_from_bits(bits: int) -> str | None:
     sign = "-" if bits >> 79 else ""
     exponent, significand = (bits >> 64) & 0x7FFF, bits & (2 ** 64 - 1)
+    if (exponent == 0) != (significand >> 63 == 0):
+        # pseudo-denormal, unnormal, pseudo-infinity or pseudo-NaN: gdb's
+        # floatformat_i387_ext_is_valid says no, and `print` shows
+        # <invalid float value> (clang's garbage stack slots at an entry PC)
+        return X87_INVALID
     if exponent == 0x7FFF:
         return f"x87:{sign}inf" if significand << 1 == 2 ** 64 else f"x87:{sign}nan"
     value = Fraction(significand) * Fraction(2) ** (max(exponent, 1) - 16383 - 63)
@@ -102,6 +115,8 @@ def x87_from_bits(bits: int) -> str | None:
 def x87_from_text(text) -> str | None:
     """gs-cgen's long double, as decimal text or a JSON number."""
     lowered = str(text).strip().lower()
+    if lowered == _INVALID_FLOAT_TEXT:
+        return X87_INVALID
     if "inf" in lowered or "nan" in lowered:
         return "x87:" + ("-" if lowered.startswith("-") else "") + ("inf" if "inf" in lowered else "nan")
     try:
@@ -191,10 +206,21 @@ def _tracer_value(value, shape: dict):
         return None
     kind = shape["k"]
     if kind in ("optout", "error", "uninit"):     # no shape from gdb: keep it as it is
-        return {"value": value}
+        # ... unless it has no leaf either: gdb calls a whole element in an
+        # optimized-out piece optimized out, gs-cgen gives its every member
+        # as null (clang's arrays in pieces)
+        return {"value": value} if _has_leaf(value) else None
     converter = _CONVERTERS.get(kind)
     converted = converter(value, shape) if converter else None
     return converted if converted is not None else {"unexpected": value}
+
+
+def _has_leaf(value) -> bool:
+    if isinstance(value, list):
+        return any(_has_leaf(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_leaf(member) for member in value.values())
+    return value is not None
 
 
 def _int(value, _shape):

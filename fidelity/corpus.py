@@ -1,6 +1,7 @@
 """The corpus: small C programs of our own, a Rust one and a C++ one, built at
--O0..-O3, and the probe sites of each build (every `is_stmt` line-table address of every
-function of the corpus sources, deduplicated).
+-O0..-O3 (C and C++ by gcc/g++ or by clang/clang++), and the probe sites of
+each build (every `is_stmt` line-table address of every function of the
+corpus sources, deduplicated).
 
 Sites are read with pyelftools directly, not through gs-cgen's DWARF
 reader: the harness must not share the code it measures."""
@@ -22,13 +23,20 @@ _GLOBALS_MARKER = re.compile(r"fidelity-globals:(.*)")
 
 _CARGO_BIN = Path.home() / ".cargo" / "bin"     # where rustup puts rustc
 
+# `--compiler`: the C and the C++ compiler of the corpus, and what each
+# needs beyond the common flags. Both emit DWARF 5 by default (gcc 12,
+# clang 14); clang++ links libstdc++ as g++ does. clang++ 14 defaults to
+# C++14: -std=gnu++17 is g++ 12's default (values.cpp uses std::optional).
+COMPILERS = {"gcc": ("gcc", "g++"), "clang": ("clang", "clang++")}
+_CPP_FLAGS = {"gcc": [], "clang": ["-std=gnu++17"]}
+
 
 @dataclass(frozen=True)
 class Program:
     name: str
     source: str
     uses_library: bool = False       # links libfidlib.so (fidlib.c)
-    language: str = "c"              # "c" (gcc), "rust" (rustc) or "cpp" (g++)
+    language: str = "c"              # "c" (gcc/clang), "rust" (rustc) or "cpp" (g++/clang++)
 
 
 PROGRAMS = (
@@ -89,27 +97,33 @@ class Target:
         return f"{self.name} -{self.level}"
 
 
-def build(levels: tuple[str, ...], programs: tuple[Program, ...], out_dir: Path) -> list[Target]:
-    """Compile every program at every level (gcc and g++ -g: DWARF 5; rustc -g)
-    under `out_dir/LEVEL/`, and list its sites."""
+def build(levels: tuple[str, ...], programs: tuple[Program, ...], out_dir: Path,
+          compiler: str = "gcc") -> list[Target]:
+    """Compile every program at every level (C and C++ by `compiler`'s pair
+    of COMPILERS, -g: DWARF 5; rustc -g whatever `compiler` is) under
+    `out_dir/LEVEL/`, and list its sites."""
+    c_compiler = COMPILERS[compiler][0]
+    c_flags = _c_flags(c_compiler)
     targets = []
     for level in levels:
         level_dir = out_dir / level
         level_dir.mkdir(parents=True, exist_ok=True)
         library = level_dir / LIBRARY
         if any(p.uses_library for p in programs):
-            _gcc(["-fPIC", "-shared", "-o", str(library), str(CORPUS / "fidlib.c")], level)
+            _gcc(["-fPIC", "-shared", "-o", str(library), str(CORPUS / "fidlib.c")], level,
+                 compiler=c_compiler)
         for program in programs:
             exe = level_dir / program.name
             if program.language == "rust":
                 targets.append(_rust_target(program, level, exe))
                 continue
             if program.language == "cpp":
-                targets.append(_cpp_target(program, level, exe))
+                targets.append(_cpp_target(program, level, exe, compiler))
                 continue
             extra = ["-L", str(level_dir), "-lfidlib", "-Wl,-rpath,$ORIGIN"] \
                 if program.uses_library else []
-            _gcc(["-o", str(exe), str(CORPUS / program.source), *extra], level)
+            _gcc([*c_flags, "-o", str(exe), str(CORPUS / program.source), *extra], level,
+                 compiler=c_compiler)
             sites = line_sites(exe.resolve(), [program.source], main_module=True)
             if program.uses_library:
                 sites += line_sites(library.resolve(), ["fidlib.c"], main_module=False)
@@ -124,6 +138,16 @@ def _gcc(arguments: list[str], level: str, compiler: str = "gcc") -> None:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
 
 
+def _c_flags(compiler: str) -> list[str]:
+    """clang 14 has no _Float16 on x86-64 (clang 15 has): types.c's is then
+    a float, the nearest floating type it can pass and return (its __fp16
+    cannot be a parameter). gcc, and a clang that has it, build the source as it is."""
+    probe = subprocess.run([compiler, "-x", "c", "-c", "-o", "/dev/null", "-"],
+                           input="_Float16 f(_Float16 x) { return x; }\n",
+                           capture_output=True, text=True)
+    return [] if probe.returncode == 0 else ["-D_Float16=float"]
+
+
 def _rust_target(program: Program, level: str, exe: Path) -> Target:
     command = [rustc(), "--edition", "2021", "-g", "-C", f"opt-level={level[1:]}",
                "-D", "warnings", "-o", str(exe), str(CORPUS / program.source)]
@@ -134,10 +158,11 @@ def _rust_target(program: Program, level: str, exe: Path) -> Target:
     return Target("rust", program.name, level, [str(exe.resolve())], sites, raw_layout=True)
 
 
-def _cpp_target(program: Program, level: str, exe: Path) -> Target:
-    """g++ (libstdc++), compared by DWARF layout like Rust: std types'
+def _cpp_target(program: Program, level: str, exe: Path, compiler: str = "gcc") -> Target:
+    """g++ or clang++ (libstdc++ both), compared by DWARF layout like Rust: std types'
     pretty-printed forms are not what this measures (docs/guide.md "Rust and C++ programs")."""
-    _gcc(["-o", str(exe), str(CORPUS / program.source)], level, compiler="g++")
+    _gcc([*_CPP_FLAGS[compiler], "-o", str(exe), str(CORPUS / program.source)], level,
+         compiler=COMPILERS[compiler][1])
     sites = line_sites(exe.resolve(), [program.source], main_module=True)
     return Target("cpp", program.name, level, [str(exe.resolve())], sites, raw_layout=True)
 

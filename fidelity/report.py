@@ -142,11 +142,13 @@ def _where(value: ValueResult) -> str:
             f"({value.file}:{value.line})")
 
 
-def write_json(results: list[TargetResult], path: Path, seconds: float) -> None:
+def write_json(results: list[TargetResult], path: Path, seconds: float,
+               compiler: str = "gcc") -> None:
     table = level_counts(results)
     values = [v for r in results for v in r.values]
     report = {
         "seconds": round(seconds, 1),
+        "compiler": compiler,                    # of the C and C++ corpus
         "levels": [{"suite": s, "level": lvl, **row} for (s, lvl), row in sorted(table.items())],
         "reasons": {verdict: [{"count": c, "group": key, "example": _where(e) + " " + e.name}
                               for c, key, e in grouped_reasons(values, verdict)]
