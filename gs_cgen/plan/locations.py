@@ -140,6 +140,10 @@ class LocationPlanner:
         for piece in pieces:
             parts.append((bit, piece.bit_size, self._piece_place(piece)))
             bit += piece.bit_size
+        if bit < 8 * type_size(ctype):
+            # pieces that stop short of the object (clang: the first 4 bytes
+            # of an 8-byte struct): the rest is optimized out, never zeros
+            parts.append((bit, 8 * type_size(ctype) - bit, None))
         for _, _, place in parts:
             if isinstance(place, ir.UnavailablePlace) and not place.optimized_out:
                 return ir.UnavailablePlace(ctype, place.reason, False)

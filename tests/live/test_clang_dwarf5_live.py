@@ -1,8 +1,9 @@
 """Programs built by clang in DWARF 5 (tests/fixtures/clang_dwarf5.c,
 -O2): globals whose location is DW_OP_addrx were "no variable" and every
 -O2 variable's DW_FORM_loclistx list was undecodable (GhostScope's
-static_scope and entry_value_recovery clang tests). Each value equals
-gdb's at the same line, stop by stop."""
+static_scope and entry_value_recovery clang tests); a struct whose
+pieces stop short of its size had its missing bytes read as zeros. Each
+value equals gdb's at the same line, stop by stop."""
 from __future__ import annotations
 
 import shutil
@@ -39,3 +40,18 @@ def test_values_are_gdbs_in_clangs_dwarf5(build_dir):
     oracle = [values for _, values in gdb_values(binary, [(spec, EXPRESSIONS)], STOPS)]
     assert len(oracle) == STOPS and "<optimized out>" not in oracle[0]      # the case
     assert ours == oracle
+
+
+def test_pieces_that_stop_short_of_the_struct_leave_the_rest_optimized_out(build_dir):
+    """`tagged` is DW_OP_piece 4 of rsi, an 8-byte struct: gdb has its
+    `tag` and no `as_int` (it prints `<synthetic pointer>`); gs-cgen
+    printed `as_int: 0`."""
+    require(None if shutil.which("gdb") else "gdb is not installed")
+    binary = _clang_build(build_dir)
+    spec = f"{SOURCE}:{marker_line(SOURCE, 'short_piece')}"
+    script = f'trace {spec} {{ print "{{}} {{}}", tagged.tag, tagged.as_int; }}'
+    result = gs_cgen("trace", "--output", "plain", "-s", script, "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    oracle = gdb_values(binary, [(spec, ("tagged.tag", "tagged.as_int"))], STOPS)
+    assert [values for _, values in oracle] == [["3", "<synthetic pointer>"]] * STOPS   # the case
+    assert result.stdout.splitlines() == ["3 <OPTIMIZED_OUT>"] * STOPS
