@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from gs_cgen.dwarf.location.callsites import calls_to
+from gs_cgen.dwarf.location.expression import decode_ops, register_operand
 from gs_cgen.dwarf.model import (ArrayBound, FrameScope, OptimizedOut, ThreadLocal,
                                  VariableLocation, VisibleVariable)
 from gs_cgen.dwarf.location.resolve import LocationResolver, ResolveContext
@@ -93,22 +94,29 @@ class VariableLookup:
             saved_registers=lambda: module._frames.saved_registers_at(pc),
             locate_die=lambda offset: locate_die(module._scope_context, die,
                                                  module._dwarf.die_at(offset), pc),
-            caller_cfa=self._caller_cfa))
+            caller_frame_base=self._caller_frame_base))
 
-    def _caller_cfa(self, return_pc: int) -> tuple | None:
-        """The CFA rule (register, offset) at the call instruction that
-        returns to `return_pc` (at return_pc - 1, inside it: a call that
-        ends its function returns past it), when the calling function's
-        frame base is that CFA (DW_OP_call_frame_cfa); else None."""
+    def _caller_frame_base(self, return_pc: int) -> tuple | None:
+        """The frame base of the function whose call returns to
+        `return_pc`, at its call instruction (return_pc - 1: a call that
+        ends its function returns past it), as (register, offset): its
+        CFA rule where DW_AT_frame_base is DW_OP_call_frame_cfa (gcc); the
+        register itself where it is DW_OP_regN (clang: rsp, or rbp at -O0
+        and where it keeps a frame pointer). Else None (a location list)."""
         module = self._module
         hit = module._dwarf.function_at(return_pc - 1)
         if hit is None:
             return None
-        base = module._dwarf.die_at(hit[1].die_offset).attributes.get("DW_AT_frame_base")
-        if base is None or list(base.value) != [_DW_OP_CALL_FRAME_CFA]:
+        die = module._dwarf.die_at(hit[1].die_offset)
+        base = die.attributes.get("DW_AT_frame_base")
+        if base is None or not isinstance(base.value, list):
             return None
-        rule = module._cfa_at(return_pc - 1)
-        return rule if isinstance(rule, tuple) else None
+        if base.value == [_DW_OP_CALL_FRAME_CFA]:
+            rule = module._cfa_at(return_pc - 1)
+            return rule if isinstance(rule, tuple) else None
+        ops = decode_ops(base.value, die.cu.structs)
+        register = register_operand(ops[0]) if isinstance(ops, list) and len(ops) == 1 else None
+        return None if register is None else (register, 0)
 
     def _thread_local(self, location: ThreadLocal) -> VariableLocation:
         # ld leaves the offset of a discarded object too: it must be in PT_TLS.

@@ -148,9 +148,10 @@ def _frame_base_of(frame_base, return_pc):
 
 
 def caller_frame_base(rule, callee_cfa, written, saved) -> tuple | None:
-    """The caller's frame base (its CFA: DW_AT_frame_base is
-    DW_OP_call_frame_cfa) as a tree at the callee's PC, from the caller's
-    CFA rule at its call instruction, `rule` = (register, offset). There
+    """The caller's frame base as a tree at the callee's PC, from what it
+    is at the caller's call instruction, `rule` = (register, offset): the
+    caller's CFA rule (DW_AT_frame_base DW_OP_call_frame_cfa, gcc) or its
+    frame base register (DW_OP_reg7 rsp or DW_OP_reg6 rbp, clang). There
     rsp is what it is when the call returns: the callee's CFA,
     `callee_cfa` = (register, offset) at the callee's PC. Another register
     is the caller's only if callee-saved (_caller_register). None when

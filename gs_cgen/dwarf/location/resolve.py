@@ -34,9 +34,10 @@ class ResolveContext:
     cfa: Callable                                 # () -> (reg, offset) | VariableLocation
     saved_registers: Callable[[], dict]           # () -> {reg: N}: saved at CFA + N (CFI)
     locate_die: Callable[[int], VariableLocation]  # DIE offset -> its location at the PC
-    # return PC of a call -> the caller's CFA rule (reg, offset) at its call
-    # instruction, when the caller's frame base is its CFA; else None
-    caller_cfa: Callable[[int], tuple | None] = lambda return_pc: None
+    # return PC of a call -> the caller's frame base (reg, offset) at its call
+    # instruction: its CFA rule (DW_OP_call_frame_cfa) or its frame base
+    # register (DW_OP_regN); None when neither
+    caller_frame_base: Callable[[int], tuple | None] = lambda return_pc: None
 
 
 class LocationResolver:
@@ -144,7 +145,7 @@ class LocationResolver:
     def _caller_frame_base(self, return_pc: int) -> tuple | None:
         """The frame base of the caller that returns to `return_pc`, at
         the callee's PC (a DW_OP_fbreg in its DW_AT_call_value)."""
-        return caller_frame_base(self.context.caller_cfa(return_pc), self.context.cfa(),
+        return caller_frame_base(self.context.caller_frame_base(return_pc), self.context.cfa(),
                                  self.written, self._saved())
 
     def _statics(self, tree: tuple) -> VariableLocation | None:

@@ -28,6 +28,7 @@ from tests.prerequisites import require
 
 Op = namedtuple("Op", "op_name args")
 SOURCE = Path(__file__).resolve().parents[3] / "fidelity" / "corpus" / "values.cpp"
+CLANG_SOURCE = Path(__file__).resolve().parents[2] / "fixtures" / "clang_call_values.c"
 
 # Runs inside gdb: at each PC, the reference's address by gdb and by the tree.
 _EVALUATE = r"""
@@ -147,3 +148,24 @@ def test_the_callers_frame_base_from_its_cfa_rule():
         ("+", ("deref", ("reg", 7, 0), 8), ("const", 16))
     assert caller_frame_base((0, 8), cfa, frozenset(), {}) is None       # rax
     assert caller_frame_base(None, cfa, frozenset(), {}) is None
+
+
+def test_a_clang_callers_frame_base_is_its_register(tmp_path):
+    """clang's DW_AT_frame_base is a register: `run`'s rsp, which at its
+    call instruction is the callee's CFA, and `framed`'s
+    rbp, which `weigh` never writes (tests/fixtures/clang_call_values.c;
+    the values against gdb: tests/live/test_clang_call_values_live.py)."""
+    require(None if shutil.which("clang") else "clang is not installed")
+    path = str(tmp_path / "clang_call_values")
+    subprocess.run(["clang", "-g", "-O2", "-o", path, str(CLANG_SOURCE)], check=True)
+    module = open_module(path)
+    line = next(number for number, text in enumerate(CLANG_SOURCE.read_text().splitlines(), 1)
+                if "LINE:after_keep" in text)
+    pc = module.find_lines(CLANG_SOURCE.name, line)[0].address
+    location = {v.name: v for v in module.variables_at(pc)}["b"].location
+    assert isinstance(location, CallSiteValue), location
+    register, offset = module.call_frame_rule(pc)
+    assert register == "rsp"
+    assert {value.tree for _, value in location.cases} == {
+        ("+", ("reg", 7, offset), ("const", 8)),          # run: DW_OP_fbreg 8 on rsp
+        ("+", ("reg", 6, 0), ("const", -16))}             # framed: DW_OP_fbreg -16 on rbp
