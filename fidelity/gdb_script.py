@@ -124,6 +124,11 @@ def _convert(value, top, cap):
         return _array(value, t, cap)
     if value.is_optimized_out:
         return {"k": "optout"}
+    if code != gdb.TYPE_CODE_PTR and value.format_string() == "<synthetic pointer>":
+        # gdb 13's `print` for a member past the last DW_OP_piece of its
+        # object (clang: piece 4 of an 8-byte struct): no value, though
+        # is_optimized_out says False and int() gives 0
+        return {"k": "optout"}
     if code in (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_CHAR):
         # int() stops at 8 bytes; __int128 goes through gdb's own decimal
         # text (not /d, which would print an unsigned one as signed).
