@@ -48,17 +48,6 @@ def uleb_at(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def uleb_bytes(value: int) -> bytes:
-    """`value` (>= 0) encoded as ULEB128: what a needle searched for in
-    .debug_info holds."""
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def sleb_at(data: bytes, pos: int) -> tuple[int, int]:
     """(SLEB128 value at `pos`, the position after it)."""
     value = shift = 0
@@ -279,7 +268,8 @@ def _decoded(declaration) -> tuple[int, tuple, bool]:
 
 
 def uleb_bytes(value: int) -> bytes:
-    """`value` as the shortest ULEB128, the only encoding _DECLARATION takes."""
+    """`value` as the shortest ULEB128: the only encoding _DECLARATION
+    takes, and what a needle searched for in .debug_info holds."""
     out = bytearray()
     while True:
         byte, value = value & 0x7F, value >> 7
