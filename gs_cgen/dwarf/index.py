@@ -15,6 +15,8 @@ import os
 import struct
 from typing import NamedTuple
 
+from elftools.common.exceptions import DWARFError, ELFParseError
+from elftools.construct.core import ConstructError
 from elftools.dwarf.enums import ENUM_DW_AT, ENUM_DW_TAG
 from elftools.dwarf.ranges import BaseAddressEntry
 
@@ -22,8 +24,9 @@ from gs_cgen.dwarf.abbrev import FastAbbreviations
 from gs_cgen.indexcache import IndexCache
 from gs_cgen.elf.image import dwarf_section_bytes
 from gs_cgen.dwarf.lineprogram import decode_rows
-from gs_cgen.dwarf.raw import (UnsupportedHeader, read_abbreviations, read_cu_line_info,
-                              read_file_tables, read_top_level_dies, read_top_level_names)
+from gs_cgen.dwarf.raw import (UnsupportedHeader, named_die_pattern, read_abbreviations,
+                               read_cu_line_info, read_str_offsets_base,
+                               read_file_tables, read_top_level_dies, read_top_level_names)
 from gs_cgen.dwarf.raw import attribute_at as raw_attribute_at
 from gs_cgen.lazydataclass import dataclass
 
@@ -131,6 +134,7 @@ class DwarfIndex:
         # same headers ~8.5k times.
         self._joined_paths: dict[tuple, str] = {}
         self._abbrev_tables: dict[int, tuple] = {}
+        self._str_offsets_bases: dict[int, int | None] = {}     # CU offset -> DW_AT_str_offsets_base
         self._files_by_path: dict[str, list[int]] | None = None
         self._functions: dict[int, tuple[FunctionEntry, ...]] = {}
         # DW_AT_ranges decoded, by DIE offset: scopes are walked at many PCs
@@ -604,6 +608,55 @@ class DwarfIndex:
                 found.setdefault(die.offset, die)
         return list(found.values())
 
+    def _dies_named_by_index(self, string_offsets: set[int], tags: tuple[str, ...],
+                             having: tuple[str, ...], cu_offset: int | None) -> list:
+        """The DIEs dies_named wants in CUs that name things by index
+        (DW_FORM_strx*, clang's DWARF 5): the index of a string offset in
+        the CU's .debug_str_offsets table, searched for after the
+        abbreviation codes that can hold it (raw.named_die_pattern)."""
+        table = self.section_data(getattr(self.dwarfinfo, "debug_str_offsets_sec", None))
+        if not table or not string_offsets:
+            return []                           # gcc's DWARF: no string indexes
+        found = []
+        for cu_start in [cu_offset] if cu_offset is not None else self.cu_offsets():
+            for index in self._string_indexes(table, cu_start, string_offsets):
+                found += self._dies_with_name_index(cu_start, index, tags, having)
+        return found
+
+    def _string_indexes(self, table: bytes, cu_start: int, string_offsets: set[int]) -> list[int]:
+        if cu_start not in self._str_offsets_bases:
+            self._str_offsets_bases[cu_start] = read_str_offsets_base(
+                self.info_bytes(), self.section_data(self.dwarfinfo.debug_abbrev_sec), cu_start)
+        base = self._str_offsets_bases[cu_start]
+        if base is None or base < 8:
+            return []
+        # the table's header (DWARF 5 section 7.26) ends at the base
+        length = _U32.unpack_from(table, base - 8)[0]
+        count = (length - 4) // 4
+        offsets = struct.unpack_from(f"<{count}I", table, base)
+        return [k for k, offset in enumerate(offsets) if offset in string_offsets]
+
+    def _dies_with_name_index(self, cu_start: int, index: int, tags: tuple[str, ...],
+                              having: tuple[str, ...]) -> list:
+        cu = self.cu_at(cu_start)
+        abbreviations, offset_size, address_size = self._abbreviations(cu)
+        pattern = named_die_pattern(abbreviations, frozenset(ENUM_DW_TAG[t] for t in tags),
+                                    frozenset(ENUM_DW_AT[a] for a in having),
+                                    frozenset(ENUM_DW_AT[a] for a in _NAME_ATTRIBUTES), index,
+                                    offset_size, address_size)
+        if pattern is None:
+            return []
+        data, (start, end) = self.info_bytes(), self.cu_range(cu_start)
+        found = []
+        for match in pattern.finditer(data, cu.cu_die_offset, end):
+            try:
+                die = cu.get_DIE_from_refaddr(match.start())
+            except _DIE_DECODE_ERRORS:             # a match inside other data
+                continue
+            if die.tag in tags and _decodes_whole(die, data, abbreviations):
+                found.append(die)
+        return found
+
     def dies_named(self, name: str, tags: tuple[str, ...], having: tuple[str, ...] = (),
                    cu_offset: int | None = None, limit: int = 4096) -> list:
         """DIEs (with a tag among `tags` and the attributes `having`) whose
@@ -624,9 +677,17 @@ class DwarfIndex:
                 die = self.die_with_attribute_at(hit, _NAME_ATTRIBUTES, tags, having)
                 if die is not None:
                     found.setdefault(die.offset, die)
+        string_offsets = {_U32.unpack(n)[0] for n in needles[1:]}
+        for die in self._dies_named_by_index(string_offsets, tags, having, cu_offset):
+            found.setdefault(die.offset, die)
         return [die for die in found.values()
                 if any(_text(die.attributes[a].value) == name
                        for a in _NAME_ATTRIBUTES if a in die.attributes)]
+
+
+_U32 = struct.Struct("<I")
+_DIE_DECODE_ERRORS = (KeyError, IndexError, ValueError, struct.error, ELFParseError, DWARFError,
+                      ConstructError)
 
 
 TYPE_TAGS = ("DW_TAG_base_type", "DW_TAG_typedef", "DW_TAG_structure_type",

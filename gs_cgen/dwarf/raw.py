@@ -400,18 +400,13 @@ def read_top_level_dies(info: bytes, abbrev: bytes, cu_offset: int, debug_str: b
     DW_AT_sibling (GCC gives every top-level DIE with children one), else
     decoded DIE by DIE."""
     r = ByteReader(info, cu_offset)
-    offset_size, end = 4, cu_offset + 4 + struct.unpack_from("<I", info, cu_offset)[0]
-    if r.u(4) == 0xFFFFFFFF:
+    end = cu_offset + 4 + struct.unpack_from("<I", info, cu_offset)[0]
+    if end == cu_offset + 4 + 0xFFFFFFFF:
         end = cu_offset + 12 + struct.unpack_from("<Q", info, cu_offset + 4)[0]
-        r.pos += 8
-        offset_size = 8
-    version = r.u(2)
-    if version >= 5:
-        if r.u(1) not in (_DW_UT_COMPILE, _DW_UT_PARTIAL):
-            return []                               # type and skeleton units: none of ours
-        address_size, abbrev_offset = r.u(1), r.u(offset_size)
-    else:
-        abbrev_offset, address_size = r.u(offset_size), r.u(1)
+    header = _unit_header(r)
+    if header is None:
+        return []                                   # type and skeleton units: none of ours
+    offset_size, address_size, abbrev_offset = header
     table = read_abbreviations(abbrev, abbrev_offset)
     walker = _DieWalker(r, table, cu_offset, offset_size, address_size,
                         {_FORM_LINE_STRP: line_str, _FORM_STRP: debug_str}, frozenset(kept))
@@ -481,3 +476,85 @@ class _DieWalker:
                     self.r.pos = die[2][_DW_AT_SIBLING]
                 else:
                     depth += 1
+
+
+# ------------------------------------------- names through .debug_str_offsets
+
+_STRX_SIZES = {0x25: 1, 0x26: 2, 0x27: 3, 0x28: 4}                 # strx1..strx4
+_FORM_STRX = 0x1A                                                   # strx, ULEB128
+_DW_AT_STR_OFFSETS_BASE = 0x72
+
+
+def read_str_offsets_base(info: bytes, abbrev: bytes, cu_offset: int) -> int | None:
+    """DW_AT_str_offsets_base of the CU at `cu_offset` (DWARF 5: clang's
+    names are indexes into that CU's table of .debug_str offsets)."""
+    r = ByteReader(info, cu_offset)
+    header = _unit_header(r)
+    if header is None:
+        return None
+    offset_size, address_size, abbrev_offset = header
+    walker = _DieWalker(r, read_abbreviations(abbrev, abbrev_offset), cu_offset, offset_size,
+                        address_size, {}, frozenset((_DW_AT_STR_OFFSETS_BASE,)))
+    top = walker.next_die()
+    value = top[2].get(_DW_AT_STR_OFFSETS_BASE) if top is not None else None
+    return value[1] if value is not None else None
+
+
+def _unit_header(r: ByteReader) -> tuple[int, int, int] | None:
+    """(offset size, address size, abbreviation table offset) of the unit
+    whose header starts at r.pos, leaving r at its first DIE; None for a
+    type or skeleton unit."""
+    offset_size = 4
+    if r.u(4) == 0xFFFFFFFF:
+        r.pos += 8
+        offset_size = 8
+    if r.u(2) >= 5:
+        if r.u(1) not in (_DW_UT_COMPILE, _DW_UT_PARTIAL):
+            return None
+        address_size = r.u(1)
+        return offset_size, address_size, r.u(offset_size)
+    abbrev_offset = r.u(offset_size)
+    return offset_size, r.u(1), abbrev_offset
+
+
+def named_die_pattern(table: dict, tags: frozenset[int], having: frozenset[int],
+                      names: frozenset[int], index: int, offset_size: int,
+                      address_size: int) -> re.Pattern | None:
+    """A pattern matching the start of each DIE of the abbreviation table
+    whose tag is in `tags`, that has every attribute of `having`, and one
+    of `names` in a string-index form holding `index`: its abbreviation
+    code, the fixed-size attributes before the name, the index. None when
+    no abbreviation can (a variable-size attribute before the name is not
+    searched for: clang lists names first or after fixed-size ones)."""
+    alternatives = []
+    for code, (tag, specs, _) in table.items():
+        if tag not in tags or not having <= {attr for attr, _ in specs}:
+            continue
+        lead = 0
+        for attr, form in specs:
+            if attr in names and (form in _STRX_SIZES or form == _FORM_STRX):
+                value = uleb_bytes(index) if form == _FORM_STRX else \
+                    index.to_bytes(_STRX_SIZES[form], "little") if index < 1 << 8 * _STRX_SIZES[form] \
+                    else None
+                if value is not None:
+                    alternatives.append(re.escape(uleb_bytes(code)) + b"." * lead + re.escape(value))
+                break
+            size = _fixed_size(form, offset_size, address_size)
+            if size is None:
+                break
+            lead += size
+    if not alternatives:
+        return None
+    return re.compile(b"|".join(b"(?:" + a + b")" for a in alternatives), re.DOTALL)
+
+
+def _fixed_size(form: int, offset_size: int, address_size: int) -> int | None:
+    if form in _SIZED_FORMS:
+        return _SIZED_FORMS[form]
+    if form in _OFFSET_FORMS:
+        return offset_size
+    if form == 0x01:                               # DW_FORM_addr
+        return address_size
+    if form in (_FORM_FLAG_PRESENT, _FORM_IMPLICIT_CONST):
+        return 0
+    return None

@@ -93,7 +93,8 @@ def inlined_instances(index: DwarfIndex, name: str) -> list:
 def inlined_cache_key(name: str) -> str:
     # Names may hold any character (C++ `ns::f(int)`); a file name may not.
     # v2: entries found before _in_its_cus_code could hold a false copy.
-    return "inlined-v2-" + name_digest(name)
+    # v3: entries found before names by string index (clang DWARF 5) were read.
+    return "inlined-v3-" + name_digest(name)
 
 
 def _offsets_named(plain, name: str) -> list[int]:
