@@ -15,7 +15,7 @@ from gs_cgen.dwarf.cppsymbols import cpp_qualified_names, cpp_symbols
 from gs_cgen.elf.image import SymbolKind
 from gs_cgen.dwarf.function_lookup import base_names
 from gs_cgen.dwarf.index import die_name, inherited_attr, origin_having
-from gs_cgen.dwarf.model import GlobalVariable
+from gs_cgen.dwarf.model import AtAddress, Composite, GlobalVariable, OptimizedOut
 from gs_cgen.dwarf.raw import uleb_bytes
 from gs_cgen.dwarf.rustsymbols import rust_static_names, rust_statics
 from gs_cgen.dwarf.location.tls import tls_expression_bytes
@@ -80,7 +80,8 @@ class GlobalLookup:
                                              SymbolKind.TLS)
             if die is not None:
                 return self._global(die, name, sym.address, thread_local=True)
-        return self._cpp_global(name) or self._rust_global(name) or self._constant_global(name)
+        return self._cpp_global(name) or self._rust_global(name) or self._constant_global(name) \
+            or self._split_global(name)
 
     def _imported(self, glob: GlobalVariable, sym, name: str) -> GlobalVariable:
         """`glob` with the GOT slot through which this module reaches it,
@@ -154,6 +155,26 @@ class GlobalLookup:
             data = value.to_bytes(max(size, 1), "little", signed=value < 0) \
                 if isinstance(value, int) else bytes(value)
             return dataclasses.replace(glob, section="const", constant=data)
+        return None
+
+    def _split_global(self, name: str) -> GlobalVariable | None:
+        """A file-scope object clang -O2 split into pieces, each its own
+        symbol (`sqlite3Autoext.0`, `.1`; none is NAME itself): DWARF
+        describes it as DW_OP_addrx A DW_OP_piece N ..., which gdb
+        prints whole, a piece it dropped as optimized out."""
+        module = self._module
+        prefix = name + "."
+        if not any(n.startswith(prefix) and n[len(prefix):].isdigit()
+                   for n in module._elf.symbols.names(SymbolKind.OBJECT)):
+            return None
+        for die in module._dwarf.dies_named(name, ("DW_TAG_variable",), ("DW_AT_location",),
+                                            limit=16):
+            if die.get_parent() is None or die.get_parent().tag != "DW_TAG_compile_unit":
+                continue
+            location, _ = module._locations.locate(die, 0, lambda: OptimizedOut("no frame base"))
+            if isinstance(location, Composite) and all(
+                    isinstance(piece.location, (AtAddress, OptimizedOut)) for piece in location.pieces):
+                return dataclasses.replace(self._global(die, name, 0), section="data", pieces=location)
         return None
 
     def _variable_die_at(self, needle: bytes, names: set[str]):

@@ -419,9 +419,14 @@ class GlobalVariable:
     # where ld.so put the object's real address in this process — the
     # library's own, or an executable's copy of it (R_X86_64_COPY).
     got_slot: int | None = None
+    # An object the optimizer split into pieces at addresses of their own
+    # (clang: symbols NAME.0, NAME.1; DW_OP_addrx ... DW_OP_piece)
+    pieces: "Composite | None" = None
 
     @property
-    def location(self) -> "AtAddress | ThreadLocal | ImplicitBytes | ComputedAddress":
+    def location(self) -> "AtAddress | ThreadLocal | ImplicitBytes | ComputedAddress | Composite":
+        if self.pieces is not None:
+            return self.pieces
         if self.constant is not None:
             return ImplicitBytes(self.constant)
         if self.got_slot is not None:

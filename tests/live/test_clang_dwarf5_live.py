@@ -4,7 +4,8 @@
 static_scope and entry_value_recovery clang tests); a struct whose
 pieces stop short of its size had its missing bytes read as zeros; a
 function that exists only inlined was "no function" (its name is a
-DW_FORM_strx index, which the name search did not read). Each value
+DW_FORM_strx index, which the name search did not read); a static
+struct clang split in two objects was "no variable". Each value
 equals gdb's at the same line, stop by stop."""
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tests.live.conftest import FIXTURES, gs_cgen, marker_line, require
 
 SOURCE = "clang_dwarf5.c"
 EXPRESSIONS = ("seed", "state->total_bytes", "state->stream_id", "combined",
-               "file_scope_counter", "function_scope_counter", "g_states[1].stream_id")
+               "file_scope_counter", "function_scope_counter", "g_states[1].stream_id",
+               "g_split.count", "g_split.total")
 STOPS = 6
 
 
