@@ -401,11 +401,13 @@ def entry_value_at(name, pc):
         return False
     if "entry_value" not in text:
         return False
-    ranges = [part for part in re.split(r"\n(?=  Range 0x)", text) if part.startswith("  Range")]
+    # Each range starts a line, but the first may follow a `Base address
+    # 0x...` on its line (gdb 13 for a DWARF 5 location list).
+    ranges = [part for part in re.split(r"(?=\bRange 0x)", text) if part.startswith("Range")]
     if not ranges:
         return True
     for part in ranges:
-        low, high = (int(x, 16) for x in re.match(r"  Range (0x[0-9a-f]+)-(0x[0-9a-f]+)",
+        low, high = (int(x, 16) for x in re.match(r"Range (0x[0-9a-f]+)-(0x[0-9a-f]+)",
                                                     part).groups())
         if low <= pc < high:
             return "entry_value" in part
