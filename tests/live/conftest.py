@@ -54,6 +54,17 @@ def compile_fixture(build_dir: Path, source: str, flags: str = "-g -O0 -fPIE -pi
     return out
 
 
+def clang_fixture(build_dir: Path, source: str, flags: str = "-g -O2") -> Path:
+    """A fixture built by clang (its DWARF 5 differs from gcc's)."""
+    clang = shutil.which("clang")
+    if clang is None:
+        require("clang is not installed (apt-get install clang)")
+    out = build_dir / Path(source).stem
+    if not out.exists():
+        subprocess.run([clang, *flags.split(), "-o", str(out), str(FIXTURES / source)], check=True)
+    return out
+
+
 def marker_line(source: str, marker: str) -> int:
     for number, text in enumerate((FIXTURES / source).read_text().splitlines(), 1):
         if f"LINE:{marker}" in text:

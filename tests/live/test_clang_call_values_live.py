@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 from tests.gdb_oracle import gdb_values
-from tests.live.conftest import FIXTURES, gs_cgen, marker_line, require
+from tests.live.conftest import clang_fixture, gs_cgen, marker_line, require
 
 SOURCE = "clang_call_values.c"
 EXPRESSIONS = ("b->id", "b->weight")
@@ -22,13 +22,7 @@ STOPS = 6                                   # 3 rounds, a call from `run` and fr
 
 
 def _clang_build(build_dir):
-    clang = shutil.which("clang")
-    if clang is None:
-        require("clang is not installed (apt-get install clang)")
-    out = build_dir / "clang_call_values"
-    if not out.exists():
-        subprocess.run([clang, "-g", "-O2", "-o", str(out), str(FIXTURES / SOURCE)], check=True)
-    return out
+    return clang_fixture(build_dir, SOURCE)
 
 
 def _subprograms(binary) -> dict[str, str]:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 
 from tests.gdb_oracle import gdb_locations, gdb_values
-from tests.live.conftest import FIXTURES, gs_cgen, marker_line, require
+from tests.live.conftest import clang_fixture, gs_cgen, marker_line, require
 
 SOURCE = "clang_dwarf5.c"
 EXPRESSIONS = ("seed", "state->total_bytes", "state->stream_id", "combined",
@@ -24,14 +23,7 @@ STOPS = 6
 
 
 def _clang_build(build_dir):
-    clang = shutil.which("clang")
-    if clang is None:
-        require("clang is not installed (apt-get install clang)")
-    out = build_dir / "clang_dwarf5"
-    if not out.exists():
-        subprocess.run([clang, "-g", "-gdwarf-5", "-O2", "-o", str(out), str(FIXTURES / SOURCE)],
-                       check=True)
-    return out
+    return clang_fixture(build_dir, SOURCE, "-g -gdwarf-5 -O2")
 
 
 def test_values_are_gdbs_in_clangs_dwarf5(build_dir):
