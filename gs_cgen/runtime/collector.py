@@ -85,11 +85,14 @@ def collect(session, on_event: EventHandler, should_stop: Callable[[], bool],
     """Poll until `should_stop()`; then detach, drain and settle the account.
     `on_event` returns False when it wants no more events (ends the poll).
     `unread_is_lost()` is asked at the end: False when the caller stopped
-    wanting events (--max-events), so events left unread are not losses."""
+    wanting events (--max-events), so events left unread are not losses,
+    nor are those the ring refused after the stop (it fills once nobody
+    reads it): only refusals counted when the poll ended are."""
     account = EventAccount()
     handle = _batch_handler(session, on_event, on_notice, account)
     session.open_events()
     counted_at = time.monotonic()
+    at_stop = None
     try:
         while not should_stop():
             handle(session.poll(poll_ms))
@@ -100,11 +103,14 @@ def collect(session, on_event: EventHandler, should_stop: Callable[[], bool],
                 counted_at, account.counts = now, session.event_counts()
                 if report := account.due_report(now):
                     losses.periodic(*report)
+        at_stop = session.event_counts()
     finally:
         session.detach()
         _drain(session, handle, account)
         account.counts = session.event_counts()
-        if total := account.lost(unread_is_lost()):
+        wanted_more = unread_is_lost()
+        total = account.lost(wanted_more) if wanted_more or at_stop is None else at_stop.failed
+        if total:
             losses.final(total)
     return account
 

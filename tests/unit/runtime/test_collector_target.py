@@ -76,6 +76,26 @@ def test_events_left_in_the_ring_after_the_drain_count_as_lost(monkeypatch):
     assert final == [10 - account.received]
 
 
+def test_refusals_after_the_caller_stopped_wanting_events_are_no_loss():
+    """--max-events: once the poll ends nobody reads the ring, which fills
+    and refuses what the probes still write until they are detached;
+    those events were never asked for. Refusals before the stop are loss."""
+    class StillFiring(FakeSession):
+        def detach(self):
+            self.failed += 40             # refused by the full ring, after the stop
+            super().detach()
+
+    session = StillFiring([2, 2, 2], sent=3)
+    _, final, losses = reporting()
+    collect(session, lambda probe_id, buffer, offset, size: True, lambda: session.polls >= 3,
+            losses, unread_is_lost=lambda: False)
+    assert final == [2]
+    session = StillFiring([2, 2, 2], sent=3)
+    _, final, losses = reporting()
+    collect(session, lambda probe_id, buffer, offset, size: True, lambda: session.polls >= 3, losses)
+    assert final == [42]                  # a trace that wanted every event lost them all
+
+
 def test_probes_are_detached_before_the_drain():
     session = FakeSession([], sent=4)
     _, final, losses = reporting()
