@@ -132,6 +132,27 @@ def test_a_tail_call_has_its_frame_as_in_gdb(build_dir):
         assert [f[0] for f in shown_frames(lines)] == ["leaf", "middle", "top", "main"]
 
 
+def test_a_tail_call_gdb_cannot_resolve_has_no_frame(build_dir):
+    """via_tail() tail-calls shared(), whose call site names shared's
+    abstract instance (shared is also inlined): gdb 13 cannot resolve it
+    and shows outer calling shared directly; so does bt (before: a
+    via_tail frame gdb does not show)."""
+    require(None if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0
+            else "gdb is not installed")
+    binary = build_dir / "tail_calls_abstract"
+    subprocess.run(["gcc", "-g", "-O2", "-o", str(binary), str(FIXTURES / "tail_calls_abstract.c")],
+                   check=True)
+    code = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)],
+                          capture_output=True, text=True, check=True).stdout
+    assert re.search(r"<via_tail>:(?:.|\n)*?jmp\s+\w+ <shared>", code)        # the case
+    result = gs_cgen("trace", "-s", "trace shared { bt; }", "--max-events", "2",
+                     "--output", "plain", "--", str(binary))
+    assert result.returncode == 0, result.stderr
+    shown = [[f[0] for f in shown_frames(lines)]
+             for _, lines in assert_backtraces_are_gdbs(result.stdout, [str(binary)], "shared", 2)]
+    assert shown[0] == ["shared", "outer", "main"]
+
+
 def test_depth_limit_raw_and_noinline(chain):
     script = "trace chain_leaf { if path == 1 { bt; bt raw; bt noinline; } }"
     result = gs_cgen("trace", "-s", script, "--output", "plain", "--backtrace-depth", "4",

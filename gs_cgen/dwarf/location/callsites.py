@@ -286,13 +286,17 @@ def tail_call_return(index: DwarfIndex, return_pc: int, callee) -> int | None:
     it runs `callee` (a FunctionEntry), which T tail-called (jmp). Then T's
     tail call site's return PC, where gdb shows T's frame; else None."""
     site = _call_site_returning_to(index, return_pc)
-    target = _origin_name(index, site) if site is not None else None
+    if site is None or not _target_known_to_gdb(index, site):
+        return None
+    target = _origin_name(index, site)
     if target is None or target == callee.name:
         return None
     found = None
     for die in calls_to(index, index.die_at(callee.die_offset)):
         if not any(a in die.attributes for a in _TAIL_CALL_ATTRS):
             continue
+        if not _target_known_to_gdb(index, die):
+            return None                  # gdb's chain stops there: no frame
         pc = next((die.attributes[a].value for a in _RETURN_PC_ATTRS if a in die.attributes), None)
         hit = index.function_at(pc - 1) if isinstance(pc, int) and pc else None
         if hit is not None and hit[1].name == target:
@@ -314,6 +318,21 @@ def _call_site_returning_to(index: DwarfIndex, return_pc: int):
         if die is not None and _in_its_cus_code(index, die):
             return die
     return None
+
+
+def _target_known_to_gdb(index: DwarfIndex, site) -> bool:
+    """Whether gdb 13 knows the address a call site calls without a frame
+    (read_call_site_scope): its DW_AT_call_origin is a declaration (found
+    by name) or a definition with an address. An abstract instance (a
+    function also inlined elsewhere: gcc's origin for its out-of-line
+    copy) or a DW_AT_call_target expression is "not specified", and gdb
+    then shows no tail-call frame (SQLite's sqlite3_bind_text -> bindText)."""
+    attr = next((site.attributes[a] for a in _ORIGIN_ATTRS if a in site.attributes), None)
+    if attr is None or attr.form != "DW_FORM_ref4" or \
+            any(a in site.attributes for a in ("DW_AT_call_target", "DW_AT_GNU_call_site_target")):
+        return False
+    origin = index.die_at(attr.value + site.cu.cu_offset)
+    return "DW_AT_declaration" in origin.attributes or bool(index.die_ranges(origin))
 
 
 def _origin_name(index: DwarfIndex, site) -> str | None:
