@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from gs_cgen.dwarf.types import CType
+from gs_cgen.dwarf.types import CType, type_size
 from gs_cgen.lazydataclass import dataclass
 # ELF facts are part of what dwarf/ tells the planner.
 from gs_cgen.elf.model import IfuncSymbol, LoadSegment, TlsSegment  # noqa: F401
@@ -309,6 +309,10 @@ def describe_variable(variable: "VisibleVariable", module: str = "the module") -
         text = "optimized out"
     else:
         text = describe_location(location, module)
+    if isinstance(location, Composite):
+        described = sum(piece.bit_size for piece in location.pieces) // 8
+        if described < type_size(variable.type):
+            text += f", {type_size(variable.type) - described} bytes optimized out"
     if origin is None:
         return text
     if (origin.form is LocationForm.FRAME_OFFSET and origin.frame_offset is not None

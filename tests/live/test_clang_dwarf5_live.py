@@ -53,6 +53,8 @@ def test_pieces_that_stop_short_of_the_struct_leave_the_rest_optimized_out(build
                                                  STOPS)]
     assert len(oracle) >= 2 and set(map(tuple, oracle)) == {("3", "<synthetic pointer>")}  # the case
     assert result.stdout.splitlines() == ["3 <OPTIMIZED_OUT>"] * len(oracle)
+    info = gs_cgen("info", "-t", str(binary), "line", spec)
+    assert "pieces: 4 bytes value (u32) rsi, 4 bytes optimized out" in info.stdout, info.stdout
 
 
 def test_a_function_that_exists_only_inlined_is_traced_where_gdb_breaks(build_dir):
