@@ -373,7 +373,7 @@ def _tuple(base: StructType) -> Layout | None:
 def _tuple_heads(base: StructType, offset: int, heads: dict, depth: int) -> None:
     if depth > 40:
         return
-    match = re.match(r"std::_Head_base<(\d+),", base.name or "")
+    match = re.match(r"std::_Head_base<(\d+)[uUlL]*,", base.name or "")    # clang: `0UL`
     if match is not None:
         head = base.member("_M_head_impl")
         if head is not None:

@@ -62,10 +62,14 @@ _NAMES = {("x", "y"): "Point",
           ("name", "items", "stock", "discount", "where", "notes"): "Order"}
 
 
-def _build(build_dir, level: str):
-    out = build_dir / f"cpp_std_{level}"
+def _build(build_dir, level: str, compiler: str = "g++"):
+    """clang++ also builds on libstdc++ (its default here), in DWARF 5
+    with its own spellings (`std::_Head_base<0UL, ...>`)."""
+    if shutil.which(compiler) is None:
+        require(f"{compiler} is not installed")
+    out = build_dir / f"cpp_std_{compiler}_{level}"
     if not out.exists():
-        subprocess.run(["g++", "-std=c++20", "-g", f"-{level}", "-fPIE", "-pie", "-o", str(out),
+        subprocess.run([compiler, "-std=c++20", "-g", f"-{level}", "-fPIE", "-pie", "-o", str(out),
                         str(FIXTURES / "cpp_std.cpp")], check=True)
     return out
 
@@ -152,10 +156,11 @@ def _compare(binary, max_elements: int, *options: str) -> int:
     return len(expected)
 
 
-@pytest.mark.parametrize("level", ["O0", "O2"])
-def test_std_values_are_gdbs(build_dir, level):
+@pytest.mark.parametrize("compiler, level", [("g++", "O0"), ("g++", "O2"),
+                                             ("clang++", "O0"), ("clang++", "O2")])
+def test_std_values_are_gdbs(build_dir, compiler, level):
     """Every value, plain and JSON, at the default --max-elements (200)."""
-    binary = _build(build_dir, level)
+    binary = _build(build_dir, level, compiler)
     assert _compare(binary, 200) == sum(map(len, _VALUES.values())) + \
         sum(map(len, _LENGTHS.values())) + sum(map(len, _INDEXED.values()))
     assert our_uprobes() == []
