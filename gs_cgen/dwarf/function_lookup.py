@@ -87,10 +87,12 @@ class FunctionLookup:
             if sym.ifunc:
                 continue
             hit = self._module._dwarf.function_at(sym.address)
-            if hit is not None and hit[1].ranges[0][0] == sym.address:
-                sites.append(self.function_site(*hit, cpp.display()))
-            else:                 # no DWARF for it: attach, no variables
+            if hit is None:       # no DWARF for it: attach, no variables
                 sites.append(self.symbol_site(sym.address, cpp.display()))
+            elif hit[1].ranges[0][0] == sym.address:
+                sites.append(self.function_site(*hit, cpp.display()))
+            # else a part of a function entered elsewhere (gcc's `[clone
+            # .cold]`): no location of its own, as in gdb
         return sites
 
     def _rust_functions(self, name: str) -> list[FunctionSite]:

@@ -7,11 +7,12 @@ same patterns and, where gdb's own scoping needs it, the qualified names
 of the same objects (`geo::counter`, `this->sides`)."""
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
 
-from tests.gdb_oracle import gdb_values
+from tests.gdb_oracle import gdb_locations, gdb_values
 from tests.live.conftest import FIXTURES, traced_values, gs_cgen, our_uprobes
 
 COUNT = 14
@@ -101,6 +102,21 @@ def test_dry_run_lists_every_overload_and_errors_offer_demangled_names(build_dir
     assert result.stdout.startswith("Shape::area -> geo::Shape::area(int) const at ")
     # gdb: `ptype this` is `const geo::Shape * const`
     assert "parameter const class geo::Shape* const this  @ frame offset" in result.stdout
+
+
+def test_a_cold_part_is_no_location_of_its_own(build_dir):
+    """g++ -O2's `ns::f(int) [clone .cold]` lies in ns::f's ranges: gdb
+    breaks once, at ns::f; gs-cgen probed the cold part too, with no
+    variables."""
+    binary = build_dir / "cpp_cold"
+    subprocess.run(["g++", "-g", "-O2", "-o", str(binary), str(FIXTURES / "cpp_cold.cpp")],
+                   check=True)
+    symbols = subprocess.run(["nm", "-C", str(binary)], capture_output=True, text=True).stdout
+    assert "ns::f(int) [clone .cold]" in symbols                          # the case
+    result = gs_cgen("trace", "-t", str(binary), "--dry-run", "-s", "trace ns::f { print x; }")
+    assert result.returncode == 0, result.stderr
+    ours = [int(a, 16) for a in re.findall(r" (0x[0-9a-f]+), file offset", result.stdout)]
+    assert ours == gdb_locations(binary, ["ns::f"])["ns::f"]
 
 
 @pytest.mark.parametrize("level", ["O0", "O2"])
