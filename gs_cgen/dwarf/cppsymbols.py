@@ -77,6 +77,12 @@ def _demangled(mangled: str) -> CppName | None:
     return parse_cpp_name(text) if text is not None else None
 
 
+def _linkage_name(die):
+    """The demangled DW_AT_linkage_name of a DIE, or None."""
+    attr = die.attributes.get("DW_AT_linkage_name")
+    return _demangled(attr.value.decode("utf-8", "replace")) if attr and attr.value else None
+
+
 def inlined_cpp_instances(index, name: str) -> list[tuple]:
     """(DW_TAG_inlined_subroutine DIE, the function's display name) for the
     inlined copies (with valid addresses) of the C++
@@ -93,16 +99,18 @@ def inlined_cpp_instances(index, name: str) -> list[tuple]:
         return []
     found = {}
     # GCC names a template instance's declaration with its arguments
-    # (`biggest<int>`): an inlined-only instance needs them in the pattern.
+    # (`biggest<int>`, abbreviated: `get_to<std::__cxx11::basic_string<char> >`):
+    # a pattern without them means every instance, as gdb's `break biggest`.
     for declaration in index.dies_named(pattern.leaf, ("DW_TAG_subprogram",),
-                                        ("DW_AT_linkage_name",)):
-        linkage = declaration.attributes["DW_AT_linkage_name"].value
-        demangled = _demangled(linkage.decode("utf-8", "replace")) if linkage else None
-        if demangled is None or not matches(pattern, demangled):
-            continue
-        for abstract in index.references_to(declaration, ("DW_AT_specification",),
-                                            ("DW_TAG_subprogram",)):
-            if "DW_AT_inline" not in abstract.attributes:
+                                        template_instances="<" not in pattern.leaf):
+        # a function template's instance is its own abstract instance
+        abstracts = [declaration] if "DW_AT_inline" in declaration.attributes else \
+            index.references_to(declaration, ("DW_AT_specification",), ("DW_TAG_subprogram",))
+        for abstract in abstracts:
+            # clang names a constructor's abstract instance, not its declaration
+            demangled = _linkage_name(abstract) or _linkage_name(declaration)
+            if "DW_AT_inline" not in abstract.attributes or demangled is None or \
+                    not matches(pattern, demangled):
                 continue
             for die in index.references_to(abstract, ("DW_AT_abstract_origin",),
                                            ("DW_TAG_inlined_subroutine",)):

@@ -658,31 +658,47 @@ class DwarfIndex:
         return found
 
     def dies_named(self, name: str, tags: tuple[str, ...], having: tuple[str, ...] = (),
-                   cu_offset: int | None = None, limit: int = 4096) -> list:
+                   cu_offset: int | None = None, limit: int = 4096,
+                   template_instances: bool = False) -> list:
         """DIEs (with a tag among `tags` and the attributes `having`) whose
-        DW_AT_name or DW_AT_linkage_name is `name`, in one CU or in all:
-        the name's .debug_str offsets (DW_FORM_strp; the linker may share
-        the tail of a longer string) and its inline bytes (DW_FORM_string)
-        are searched for, then the DIEs holding a hit."""
+        DW_AT_name or DW_AT_linkage_name is `name` (with `template_instances`,
+        also `name<...>`, as GCC names a template's instances), in one CU or
+        in all: the name's .debug_str offsets (DW_FORM_strp; the linker may
+        share the tail of a longer string) and its inline bytes
+        (DW_FORM_string) are searched for, then the DIEs holding a hit."""
         start, end = self.cu_range(cu_offset) if cu_offset is not None else (0, None)
         encoded = name.encode() + b"\0"
         strings = self.section_data(self.dwarfinfo.debug_str_sec)
-        needles, pos = [encoded], strings.find(encoded)
-        while pos >= 0 and len(needles) <= _MAX_STRING_COPIES:
-            needles.append(struct.pack("<I", pos))
-            pos = strings.find(encoded, pos + 1)
+        inline, string_offsets = [encoded], _string_offsets(strings, encoded, _MAX_STRING_COPIES)
+        if template_instances:
+            prefix = name.encode() + b"<"
+            inline.append(prefix)
+            string_offsets += [pos + 1 for pos in _string_offsets(strings, b"\0" + prefix,
+                                                                  _MAX_TEMPLATE_INSTANCES)]
         found = {}
-        for needle in needles:
+        for needle in inline + [_U32.pack(offset) for offset in string_offsets]:
             for hit in self.find_bytes(needle, limit, start, end):
                 die = self.die_with_attribute_at(hit, _NAME_ATTRIBUTES, tags, having)
                 if die is not None:
                     found.setdefault(die.offset, die)
-        string_offsets = {_U32.unpack(n)[0] for n in needles[1:]}
-        for die in self._dies_named_by_index(string_offsets, tags, having, cu_offset):
+        for die in self._dies_named_by_index(set(string_offsets), tags, having, cu_offset):
             found.setdefault(die.offset, die)
         return [die for die in found.values()
-                if any(_text(die.attributes[a].value) == name
+                if any(_is_named(_text(die.attributes[a].value), name, template_instances)
                        for a in _NAME_ATTRIBUTES if a in die.attributes)]
+
+
+def _string_offsets(strings: bytes, needle: bytes, most: int) -> list[int]:
+    found, pos = [], strings.find(needle)
+    while pos >= 0 and len(found) < most:
+        found.append(pos)
+        pos = strings.find(needle, pos + 1)
+    return found
+
+
+def _is_named(text: str | None, name: str, template_instances: bool) -> bool:
+    return text == name or (template_instances and text is not None and
+                            text.startswith(name + "<") and text.endswith(">"))
 
 
 _U32 = struct.Struct("<I")
@@ -839,6 +855,7 @@ def _decodes_whole(die, info: bytes, abbreviations: dict) -> bool:
             break
     return code == 0 or code in abbreviations
 _MAX_STRING_COPIES = 16
+_MAX_TEMPLATE_INSTANCES = 256
 _NAME_ATTRIBUTES = ("DW_AT_name", "DW_AT_linkage_name")
 
 

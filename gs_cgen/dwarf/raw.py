@@ -522,10 +522,12 @@ def named_die_pattern(table: dict, tags: frozenset[int], having: frozenset[int],
                       address_size: int) -> re.Pattern | None:
     """A pattern matching the start of each DIE of the abbreviation table
     whose tag is in `tags`, that has every attribute of `having`, and one
-    of `names` in a string-index form holding `index`: its abbreviation
-    code, the fixed-size attributes before the name, the index. None when
-    no abbreviation can (a variable-size attribute before the name is not
-    searched for: clang lists names first or after fixed-size ones)."""
+    of `names` in a string-index form holding `index` (one alternative per
+    such attribute: clang writes the linkage name, then the name): its
+    abbreviation code, the fixed-size attributes before that one, the
+    index. None when no abbreviation can (a variable-size attribute before
+    the name is not searched for: clang lists names first or after
+    fixed-size ones)."""
     alternatives = []
     for code, (tag, specs, _) in table.items():
         if tag not in tags or not having <= {attr for attr, _ in specs}:
@@ -536,9 +538,8 @@ def named_die_pattern(table: dict, tags: frozenset[int], having: frozenset[int],
                 value = uleb_bytes(index) if form == _FORM_STRX else \
                     index.to_bytes(_STRX_SIZES[form], "little") if index < 1 << 8 * _STRX_SIZES[form] \
                     else None
-                if value is not None:
+                if value is not None:      # each name attribute (clang: linkage name, then name)
                     alternatives.append(re.escape(uleb_bytes(code)) + b"." * lead + re.escape(value))
-                break
             size = _fixed_size(form, offset_size, address_size)
             if size is None:
                 break

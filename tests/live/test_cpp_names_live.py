@@ -119,6 +119,27 @@ def test_a_cold_part_is_no_location_of_its_own(build_dir):
     assert ours == gdb_locations(binary, ["ns::f"])["ns::f"]
 
 
+@pytest.mark.parametrize("compiler", ["g++", "clang++"])
+def test_inlined_template_instances_are_found_as_gdb_finds_them(build_dir, compiler):
+    """A pattern without template arguments means every instance (gdb's
+    rule): `get_as` was "no function" when its instances exist only
+    inlined; clang's constructors (named by their abstract instance's
+    linkage name) were missed too."""
+    binary = build_dir / f"cpp_inlined_templates_{compiler}"
+    subprocess.run([compiler, "-g", "-O2", "-o", str(binary),
+                    str(FIXTURES / "cpp_inlined_templates.cpp")], check=True)
+    patterns = ["get_as", "Box::get_as", "get_as<double>", "twice", "twice<int>",
+                "Holder::Holder", "Holder<long>::Holder"]
+    oracle = gdb_locations(binary, patterns)
+    assert all(oracle[p] for p in patterns[:5])                                  # the case
+    for pattern in patterns:
+        result = gs_cgen("info", "-t", str(binary), "function", pattern)
+        ours = sorted(int(a, 16) for a in re.findall(r"probe address (0x[0-9a-f]+)", result.stdout))
+        assert ours == oracle[pattern], (pattern, ours, oracle[pattern], result.stderr)
+        # g++'s inlined constructors (C4) are no location for gdb either
+        assert result.returncode == (0 if ours else 1), (pattern, result.stderr)
+
+
 @pytest.mark.parametrize("level", ["O0", "O2"])
 def test_references_are_the_objects_they_refer_to(build_dir, level):
     """`x + 1`, `foo.y`, `array[i]` through C++ references read the objects
