@@ -34,6 +34,8 @@ def describe(modules: ModuleSet, kind: str, what: str) -> str:
 
 
 def _sites(modules: ModuleSet, kind: str, what: str):
+    if kind == "function" and _bare_operator(what):
+        what = f"'{what}'"          # gdb's `break ns::C::operator[]`: the argument is the name
     block = plain_trace_block(what) or _parsed_block(what)
     if not isinstance(block.pattern, _PATTERNS[kind]):
         raise GsError(f"'{what}' is not a {kind}: expected {_EXAMPLES[kind]}")
@@ -60,6 +62,12 @@ def describe_lines(modules: ModuleSet, what: str, as_json: bool) -> str | dict:
     if as_json:
         return {"kind": "function", "pattern": what, "maps": [map_json(m) for m in maps]}
     return "\n\n".join(map_text(m) for m in maps)
+
+
+def _bare_operator(what: str) -> bool:
+    """A C++ operator's name as a shell argument (`Box::operator==`),
+    which the script's pattern syntax takes only quoted."""
+    return "operator" in what and not what.startswith("'") and "'" not in what
 
 
 def _parsed_block(what: str):

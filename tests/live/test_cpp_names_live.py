@@ -129,7 +129,7 @@ def test_inlined_template_instances_are_found_as_gdb_finds_them(build_dir, compi
     subprocess.run([compiler, "-g", "-O2", "-o", str(binary),
                     str(FIXTURES / "cpp_inlined_templates.cpp")], check=True)
     patterns = ["get_as", "Box::get_as", "get_as<double>", "twice", "twice<int>",
-                "Holder::Holder", "Holder<long>::Holder"]
+                "Holder::Holder", "Holder<long>::Holder", "Box::operator=="]
     oracle = gdb_locations(binary, patterns)
     assert all(oracle[p] for p in patterns[:5])                                  # the case
     for pattern in patterns:
