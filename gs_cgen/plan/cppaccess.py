@@ -90,3 +90,13 @@ def cpp_element(ctype, index: ir.Scalar, word: Word,
     inside = _op("<", index, length)
     at = _op("+", start, ir.BinaryOp("*", index, size, True))
     return ir.MemoryPlace(ir.NonNull(_op("*", at, inside)), element)
+
+
+def cpp_pointee(ctype, word: Word) -> tuple[ir.Scalar, object] | None:
+    """(the pointer, the pointee type) of a std::unique_ptr or shared_ptr
+    (None for other types): what `*p` and `p->member` reach, as gdb's
+    libstdc++ xmethods do."""
+    shape = cpp.layout(ctype)
+    if shape.kind is not Kind.HANDLE or shape.element is None:
+        return None
+    return word(shape.pointer_offset, 8), shape.element

@@ -14,7 +14,7 @@ from gs_cgen.errors import DebugInfoError, PlanError, UnsupportedError, nearest
 from gs_cgen.plan import arith
 from gs_cgen.printers.rust import std_collection, std_sequence
 from gs_cgen.plan import ir
-from gs_cgen.plan.cppaccess import cpp_element, cpp_length
+from gs_cgen.plan.cppaccess import cpp_pointee, cpp_element, cpp_length
 from gs_cgen.printers import cpp
 from gs_cgen.printers.layout import Kind
 from gs_cgen.plan.builtins import known_bytes_cap, plan_builtin
@@ -208,6 +208,8 @@ class ExprPlanner:
     def _member(self, expr: ast.Member) -> ir.Place:
         base = self.place(expr.base)
         ctype = declared = self._ctype_of(base, expr.base)
+        if (held := self._smart_pointee(base, ctype, expr.field, expr.base)) is not None:
+            base, ctype = held, held.ctype      # p->name of a unique_ptr / shared_ptr
         pointer = arith.is_pointer(ctype)       # a.b auto-dereferences pointers
         if pointer:
             ctype = strip(ctype).target
@@ -296,6 +298,18 @@ class ExprPlanner:
         return self.value(ir.MemoryPlace(ir.BinaryOp("+", place.address, ir.Const(shape), False),
                                          arith.ULONG), expr)[0]
 
+    def _smart_pointee(self, base: ir.Place, ctype, field: str | None,
+                       expr: ast.Expr) -> ir.MemoryPlace | None:
+        """The object a std::unique_ptr / shared_ptr at `base` owns, when
+        `field` (None: `*p`) is not one of the smart pointer's own members."""
+        struct = strip(ctype)
+        if not (isinstance(base, ir.MemoryPlace) and _is_cpp(struct) and isinstance(struct, StructType)):
+            return None
+        if field is not None and any(m.name == field for m in struct.members):
+            return None
+        found = cpp_pointee(struct, self._word_of(base, expr))
+        return None if found is None else ir.MemoryPlace(ir.NonNull(found[0]), found[1])
+
     def _word_of(self, place: ir.MemoryPlace, expr: ast.Expr):
         """Reads of unsigned integers at offsets of the object at `place`."""
         def word(at: int, size: int) -> ir.Scalar:
@@ -332,6 +346,8 @@ class ExprPlanner:
         if isinstance(ctype, ArrayType) and isinstance(base, ir.MemoryPlace):
             return ir.MemoryPlace(base.address, ctype.element)
         if not isinstance(ctype, PointerType):
+            if (held := self._smart_pointee(base, ctype, None, expr.operand)) is not None:
+                return held
             raise PlanError(f"cannot dereference '{self._text(expr.operand)}' of type "
                             f"'{type_name(ctype)}'", expr.span)
         if isinstance(strip(ctype.target), (VoidType, FunctionType)):

@@ -57,6 +57,8 @@ _INDEXED = {
     "show_sequences": [("v[0]", "*&v[0]"), ("v[2]", "*&v[2]"), ("words[2]", "*&words[2]"),
                        ("arr[1]", "*&arr[1]"), ("sp[2]", "sp._M_ptr[2]"),
                        ("many[999]", "*&many[999]")],
+    # what a smart pointer owns (gdb: libstdc++'s xmethods)
+    "show_wrappers": [("*up", "*up"), ("up->x", "up->x"), ("sp->y", "sp->y"), ("*sp", "*sp")],
 }
 _NAMES = {("x", "y"): "Point",
           ("name", "items", "stock", "discount", "where", "notes"): "Order"}
