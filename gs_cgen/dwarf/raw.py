@@ -195,17 +195,10 @@ def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: byt
                       line_str: bytes) -> tuple[int | None, bytes]:
     """(DW_AT_stmt_list, DW_AT_comp_dir) of the CU at `cu_offset`."""
     r = ByteReader(info, cu_offset)
-    offset_size = 4
-    if r.u(4) == 0xFFFFFFFF:
-        r.pos += 8
-        offset_size = 8
-    version = r.u(2)
-    if version >= 5:
-        if r.u(1) not in (_DW_UT_COMPILE, _DW_UT_PARTIAL):
-            raise UnsupportedHeader("not a compile unit")
-        address_size, abbrev_offset = r.u(1), r.u(offset_size)
-    else:
-        abbrev_offset, address_size = r.u(offset_size), r.u(1)
+    header = _unit_header(r)
+    if header is None:
+        raise UnsupportedHeader("not a compile unit")
+    offset_size, address_size, abbrev_offset = header
     specs = _abbrev_specs(abbrev, abbrev_offset, r.uleb())
     strings = {_FORM_LINE_STRP: line_str, _FORM_STRP: debug_str}
     stmt_list, comp_dir = None, b""
@@ -218,6 +211,23 @@ def read_cu_line_info(info: bytes, abbrev: bytes, cu_offset: int, debug_str: byt
                 raise UnsupportedHeader("indirect DW_AT_comp_dir")
             comp_dir = value
     return stmt_list, comp_dir
+
+
+def _unit_header(r: ByteReader) -> tuple[int, int, int] | None:
+    """(offset size, address size, abbreviation table offset) of the unit
+    whose header starts at r.pos, leaving r at its first DIE; None for a
+    type or skeleton unit."""
+    offset_size = 4
+    if r.u(4) == 0xFFFFFFFF:
+        r.pos += 8
+        offset_size = 8
+    if r.u(2) >= 5:
+        if r.u(1) not in (_DW_UT_COMPILE, _DW_UT_PARTIAL):
+            return None
+        address_size = r.u(1)
+        return offset_size, address_size, r.u(offset_size)
+    abbrev_offset = r.u(offset_size)
+    return offset_size, r.u(1), abbrev_offset
 
 
 def read_abbreviations(abbrev: bytes, offset: int) -> dict[int, tuple[int, tuple, bool]]:
@@ -498,23 +508,6 @@ def read_str_offsets_base(info: bytes, abbrev: bytes, cu_offset: int) -> int | N
     top = walker.next_die()
     value = top[2].get(_DW_AT_STR_OFFSETS_BASE) if top is not None else None
     return value[1] if value is not None else None
-
-
-def _unit_header(r: ByteReader) -> tuple[int, int, int] | None:
-    """(offset size, address size, abbreviation table offset) of the unit
-    whose header starts at r.pos, leaving r at its first DIE; None for a
-    type or skeleton unit."""
-    offset_size = 4
-    if r.u(4) == 0xFFFFFFFF:
-        r.pos += 8
-        offset_size = 8
-    if r.u(2) >= 5:
-        if r.u(1) not in (_DW_UT_COMPILE, _DW_UT_PARTIAL):
-            return None
-        address_size = r.u(1)
-        return offset_size, address_size, r.u(offset_size)
-    abbrev_offset = r.u(offset_size)
-    return offset_size, r.u(1), abbrev_offset
 
 
 def named_die_pattern(table: dict, tags: frozenset[int], having: frozenset[int],
