@@ -162,14 +162,23 @@ def test_bad_usage_exits_2(basic_bin):
 
 @pytest.fixture
 def public_copy(basic_bin, tmp_path_factory):
-    """The binary somewhere an unprivileged user can read it."""
+    """The binary somewhere an unprivileged user can read it, and the
+    checkout (gs-cgen and its venv) reachable by that user: a clone in
+    `mktemp -d` is mode 0700, so it is opened to others for the test."""
     folder = Path("/tmp") / f"gs-cgen-public-{os.getpid()}"
     folder.mkdir(exist_ok=True)
     os.chmod(folder, 0o755)
     copy = folder / "live_basic"
     shutil.copy2(basic_bin, copy)
     os.chmod(copy, 0o755)
+    # Python lists the checkout to import from it (o+r); the rest is crossed (o+x)
+    needed = [(REPO, 0o005)] + [(parent, 0o001) for parent in REPO.parents]
+    closed = [(d, d.stat().st_mode, bits) for d, bits in needed if d.stat().st_mode & bits != bits]
+    for directory, mode, bits in closed:
+        os.chmod(directory, mode | bits)
     yield copy
+    for directory, mode, _ in closed:
+        os.chmod(directory, mode)
     shutil.rmtree(folder, ignore_errors=True)
 
 
